@@ -1,0 +1,53 @@
+# evalsuite: every target creates or refreshes .venv/ at the repo root by itself.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.evalsuite-installed
+# The CPU build of torch; override e.g. TORCH_SPEC='torch==2.14.1' on a CUDA machine.
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_WORKERS ?= 2
+
+.PHONY: setup system-deps test bench lint perf clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q '$(TORCH_SPEC)'
+	$(BIN)/pip install -q -e '.[dev]'
+	@$(MAKE) --no-print-directory system-deps
+	touch $(STAMP)
+
+# Tesseract (CPU OCR baseline) and Chromium (dashboard browser test), where apt-get and root are
+# available; elsewhere the tests that need them say how to install them.
+system-deps:
+	@missing=""; \
+	command -v tesseract >/dev/null || missing="$$missing tesseract-ocr"; \
+	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing$$missing"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+			|| echo "warning: apt-get could not install$$missing"; \
+	else echo "note: install$$missing with your package manager for the tesseract engine and the browser test"; fi
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q
+
+# The real samples beside the checkout are used when present (CI has them there).
+SHARED_DATA := $(abspath ../shared/data)
+BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_DATA)),$(SHARED_DATA),))
+
+bench: setup
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \
+		--durations=15 -q $(BENCH_ARGS)
+
+perf: setup
+	$(BIN)/python -m evalsuite.perf
+
+lint: setup
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .hypothesis

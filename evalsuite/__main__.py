@@ -1,0 +1,5 @@
+import sys
+
+from evalsuite.cli import main
+
+sys.exit(main())

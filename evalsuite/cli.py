@@ -1,0 +1,38 @@
+"""The ``evalsuite`` command. Each subcommand lives in its own module, which provides
+``add_arguments(parser)`` and ``run(args) -> int``; this file only wires them together."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "eval": ("evalsuite.single_image", "run an engine on one page image and score it"),
+    "finix": ("evalsuite.finix", "score a directory of markdown predictions (FinixDocBench)"),
+    "data": ("evalsuite.datasets.fetch", "download public benchmark data"),
+    "trend": ("evalsuite.reports.trend", "show how scores moved over the last runs"),
+    "report": ("evalsuite.reports.dashboard", "write the static HTML dashboard"),
+    "compare": ("evalsuite.reports.compare", "rank OCR outputs of several models against gt.txt"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalsuite", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

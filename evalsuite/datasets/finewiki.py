@@ -1,0 +1,39 @@
+"""FineWiki (HuggingFaceFW/finewiki layout): Parquet files or a saved Hugging Face dataset with a
+``text`` column (plus ``id`` and ``title``), read through the ``datasets`` library."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.datasets import require_path
+from evalsuite.errors import DatasetFormatError
+
+
+@dataclass(frozen=True)
+class WikiArticle:
+    article_id: str
+    title: str
+    text: str
+
+
+def load_finewiki(path: Path, limit: int | None = None) -> list[WikiArticle]:
+    """Articles from a Parquet file, a folder of Parquet files, or a ``save_to_disk`` folder."""
+    import datasets
+
+    require_path(path, "finewiki")
+    if path.is_dir() and (path / "dataset_info.json").exists():
+        table = datasets.load_from_disk(str(path))
+    else:
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        if not files:
+            raise DatasetFormatError(f"{path} holds no .parquet files")
+        table = datasets.Dataset.from_parquet([str(f) for f in files])
+    if "text" not in table.column_names:
+        raise DatasetFormatError(f"{path} has no 'text' column (columns: {table.column_names})")
+    rows = table if limit is None else table.select(range(min(limit, len(table))))
+    articles = []
+    for index, row in enumerate(rows):
+        article_id = str(row.get("id") or index)
+        articles.append(WikiArticle(article_id, str(row.get("title") or article_id), row["text"]))
+    return articles

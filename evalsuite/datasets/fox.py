@@ -1,0 +1,50 @@
+"""Fox page-level OCR (ucaslcl/Fox) in its published layout.
+
+``focus_benchmark_test/{en,cn}_page_ocr.json`` is a list of records with ``image`` (file name in
+``{en,cn}_pdf_png/``), ``len`` (ground-truth token count) and ``conversations`` whose second turn's
+``value`` is the ground-truth text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.datasets import require_path
+from evalsuite.errors import DatasetFormatError
+
+LANGUAGES = ("en", "cn")
+
+
+@dataclass(frozen=True)
+class FoxPage:
+    page_id: str
+    image_path: Path
+    text: str
+    gt_tokens: int
+
+
+def load_fox_pages(root: Path, language: str = "en") -> list[FoxPage]:
+    """Pages of ``root/focus_benchmark_test`` (or ``root`` itself if it is that folder)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    base = root / "focus_benchmark_test" if (root / "focus_benchmark_test").is_dir() else root
+    annotations = require_path(base / f"{language}_page_ocr.json", "fox")
+    images = base / f"{language}_pdf_png"
+    try:
+        records = json.loads(annotations.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetFormatError(f"{annotations} is not valid JSON: {exc}") from exc
+    pages = []
+    for index, record in enumerate(records):
+        try:
+            image_name = record["image"]
+            text = record["conversations"][1]["value"]
+            gt_tokens = int(record["len"])
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise DatasetFormatError(
+                f"{annotations} record {index} lacks image/len/conversations[1].value: {exc!r}"
+            ) from exc
+        pages.append(FoxPage(Path(image_name).stem, images / image_name, text, gt_tokens))
+    return pages

@@ -1,0 +1,101 @@
+"""Surya's text-line benchmarks, in the Hugging Face dataset layouts its benchmark scripts read.
+
+Detection rows: ``image`` and ``bboxes`` (line boxes on a 0–1000 scale of the image's width and
+height). Recognition rows: ``image``, ``bboxes`` (line boxes in pixels), ``text`` (one string per
+box) and ``language``. Both load from Parquet files or a ``save_to_disk`` folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from evalsuite.datasets import require_path
+from evalsuite.errors import DatasetFormatError
+
+Box = tuple[float, float, float, float]
+DETECTION_SCALE = 1000
+
+
+@dataclass(frozen=True)
+class DetectionPage:
+    page_id: str
+    image: Image.Image
+    boxes: list[Box]  # pixels
+
+
+@dataclass(frozen=True)
+class RecognitionPage:
+    page_id: str
+    image: Image.Image
+    boxes: list[Box]  # pixels
+    texts: list[str]
+    language: str
+
+
+def _load_rows(path: Path, benchmark: str, columns: tuple[str, ...]) -> Any:
+    import datasets
+
+    require_path(path, benchmark)
+    if path.is_dir() and (path / "dataset_info.json").exists():
+        table = datasets.load_from_disk(str(path))
+    else:
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        if not files:
+            raise DatasetFormatError(f"{path} holds no .parquet files")
+        table = datasets.Dataset.from_parquet([str(f) for f in files])
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise DatasetFormatError(f"{path} lacks columns {missing} (has {table.column_names})")
+    return table.cast_column("image", datasets.Image())
+
+
+def scale_box(box: Any, width: int, height: int) -> Box:
+    """A 0–1000 box scaled to pixels: (x1·w/1000, y1·h/1000, x2·w/1000, y2·h/1000)."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    return (
+        x1 * width / DETECTION_SCALE,
+        y1 * height / DETECTION_SCALE,
+        x2 * width / DETECTION_SCALE,
+        y2 * height / DETECTION_SCALE,
+    )
+
+
+def load_detection(path: Path, limit: int | None = None) -> list[DetectionPage]:
+    rows = _load_rows(path, "surya_detection", ("image", "bboxes"))
+    pages = []
+    for index, row in enumerate(rows):
+        if limit is not None and index >= limit:
+            break
+        image = row["image"].convert("RGB")
+        boxes = [scale_box(b, image.width, image.height) for b in row["bboxes"]]
+        pages.append(DetectionPage(str(row.get("id", index)), image, boxes))
+    return pages
+
+
+def load_recognition(path: Path, limit: int | None = None) -> list[RecognitionPage]:
+    rows = _load_rows(path, "surya_recognition", ("image", "bboxes", "text", "language"))
+    pages = []
+    for index, row in enumerate(rows):
+        if limit is not None and index >= limit:
+            break
+        if len(row["bboxes"]) != len(row["text"]):
+            raise DatasetFormatError(
+                f"{path} row {index}: {len(row['bboxes'])} bboxes but {len(row['text'])} texts"
+            )
+        language = row["language"]
+        if isinstance(language, list):
+            language = language[0] if language else "unknown"
+        pages.append(
+            RecognitionPage(
+                str(row.get("id", index)),
+                row["image"].convert("RGB"),
+                [tuple(float(v) for v in b) for b in row["bboxes"]],
+                list(row["text"]),
+                str(language),
+            )
+        )
+    return pages

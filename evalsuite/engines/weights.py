@@ -1,0 +1,118 @@
+"""Where the real DeepSeek engines find their weights, and the one error raised when they can't run.
+
+Resolution order: the engine's ``model_path`` option (``--model-path``), then the engine's
+environment variable, then the local Hugging Face cache. evalsuite never downloads weights:
+the cache is read with ``local_files_only=True``, so ``HF_HUB_OFFLINE`` changes nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.errors import EngineUnavailableError
+
+
+@dataclass(frozen=True)
+class WeightsSource:
+    """Where one engine's checkpoint may come from."""
+
+    engine: str
+    repo_id: str
+    env_var: str
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache folder, read from the environment at call time."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("HF_HOME")
+    if not home:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+        home = os.path.join(xdg, "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` is not a usable checkpoint folder (None when it looks complete)."""
+    if not path.is_dir():
+        return f"{str(path)!r} is not a directory"
+    if not (path / "config.json").is_file():
+        return f"{str(path)!r} has no config.json"
+    if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
+        return f"{str(path)!r} has no *.safetensors or *.bin weight files"
+    return None
+
+
+def locate_weights(source: WeightsSource, model_path: str | os.PathLike[str] | None) -> Path:
+    """The checkpoint folder for ``source``; EngineUnavailableError says what to set when none."""
+    if model_path is not None:
+        return _checked(Path(model_path).expanduser(), "model_path / --model-path")
+    from_env = os.environ.get(source.env_var)
+    if from_env:
+        return _checked(Path(from_env).expanduser(), source.env_var)
+    cached = _cached_snapshot(source.repo_id)
+    if cached is not None and checkpoint_problem(cached) is None:
+        return cached
+    raise EngineUnavailableError(
+        f"no weights for {source.repo_id}: pass --model-path DIR (engine option model_path), "
+        f"or set {source.env_var}=DIR, or put the checkpoint in the Hugging Face cache "
+        f"({hf_hub_cache()}, set by HF_HOME or HF_HUB_CACHE), e.g. with "
+        f"`hf download {source.repo_id}` on a machine with network access"
+    )
+
+
+def cuda_problem(device: str) -> str | None:
+    """Why ``device`` cannot be used (None when it can); only CUDA devices are checked."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return (
+            f"device {device!r} needs a CUDA GPU and torch {torch.__version__} sees none "
+            "(install a CUDA build of torch, e.g. `make setup TORCH_SPEC=...`, on a GPU machine)"
+        )
+    return None
+
+
+def require_runnable(
+    source: WeightsSource, model_path: str | os.PathLike[str] | None, device: str
+) -> Path:
+    """The checkpoint folder, after checking weights and device together.
+
+    Every problem found goes into one EngineUnavailableError, so a user fixes them in one go.
+    """
+    problems: list[str] = []
+    location: Path | None = None
+    try:
+        location = locate_weights(source, model_path)
+    except EngineUnavailableError as exc:
+        problems.append(str(exc))
+    device_issue = cuda_problem(device)
+    if device_issue:
+        problems.append(device_issue)
+    if problems or location is None:
+        raise EngineUnavailableError(
+            f"engine {source.engine!r} cannot run here: " + "; and ".join(problems)
+        )
+    return location
+
+
+def _checked(path: Path, given_by: str) -> Path:
+    problem = checkpoint_problem(path)
+    if problem:
+        raise EngineUnavailableError(f"{given_by} points to an unusable checkpoint: {problem}")
+    return path
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(repo_id, cache_dir=hf_hub_cache(), local_files_only=True)
+    except (OSError, ValueError):  # LocalEntryNotFoundError is an OSError; bad ids a ValueError
+        return None
+    return Path(folder)

@@ -1,0 +1,35 @@
+"""Exceptions raised by evalsuite. Each names what is wrong and, where possible, how to fix it."""
+
+
+class EvalsuiteError(Exception):
+    """Base class of every error evalsuite raises on purpose."""
+
+
+class EngineUnavailableError(EvalsuiteError):
+    """An engine cannot run here (no weights, no CUDA, no binary). Raised once, at load time."""
+
+
+class UnknownEngineError(EvalsuiteError, KeyError):
+    """No engine is registered under the requested name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingRecordingError(EvalsuiteError, KeyError):
+    """The replay engine has no recording for a request's key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DatasetNotFoundError(EvalsuiteError, FileNotFoundError):
+    """A benchmark's data is absent; the message names the path and the fetch command."""
+
+
+class DatasetFormatError(EvalsuiteError, ValueError):
+    """A dataset file exists but does not have the expected layout."""
+
+
+class GoldenError(EvalsuiteError):
+    """A golden file is missing an entry or is malformed."""

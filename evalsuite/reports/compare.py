@@ -1,0 +1,314 @@
+"""``evalsuite compare DIR``: rank several OCR models' outputs against a ground truth.
+
+DIR holds ``gt.txt`` and ``<model>_out.txt`` files (the OCR Metrics Evaluator's layout), or is a
+folder of such folders, one per document. Each output is scored with
+:func:`evalsuite.metrics.word_metrics` (precision, recall, F1, CRR; the words options apply),
+:func:`evalsuite.metrics.edit_precision` on the raw texts and
+:func:`evalsuite.metrics.order_metrics` (reading order, Biblicus's normalisation); a model's
+score is the mean over the documents it has an output for. Models are ranked by word F1, then
+CRR. Model names that differ only in case or punctuation (``qwen2.5`` and ``qwen2_5``) are one
+model. Optional CSV and HTML (ranking with medals, per-document scores, word drill-down).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import re
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+from evalsuite.metrics import edit_precision, order_metrics, word_metrics
+from evalsuite.reports.atomic import atomic_write_text
+from evalsuite.reports.charts import slug
+from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
+from evalsuite.reports.texttable import decimals_for, format_number, format_table
+from evalsuite.reports.wordalign import align_words
+
+GROUND_TRUTH = "gt.txt"
+OUTPUT_SUFFIX = "_out.txt"
+
+
+@dataclass(frozen=True)
+class ScoreColumn:
+    key: str
+    label: str
+    direction: str = "higher"
+
+
+SCORE_COLUMNS = (
+    ScoreColumn("precision", "precision"),
+    ScoreColumn("recall", "recall"),
+    ScoreColumn("f1", "F1"),
+    ScoreColumn("crr", "CRR"),
+    ScoreColumn("edit_precision", "edit prec"),
+    ScoreColumn("order_wer", "WER", "lower"),
+    ScoreColumn("order_lcs_ratio", "LCS"),
+    ScoreColumn("order_sequence_accuracy", "seq acc"),
+    ScoreColumn("order_bigram_overlap", "2-gram"),
+    ScoreColumn("order_trigram_overlap", "3-gram"),
+)
+"""The ranked table's columns; the CSV also has every other order metric."""
+
+
+@dataclass(frozen=True)
+class WordOptions:
+    case_sensitive: bool = False
+    ignore_punctuation: bool = True
+
+    def describe(self) -> str:
+        case = "case-sensitive" if self.case_sensitive else "case-insensitive"
+        punctuation = "punctuation ignored" if self.ignore_punctuation else "punctuation kept"
+        return f"words {case}, {punctuation}"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One ground truth and the outputs of the models, keyed by model name."""
+
+    name: str
+    ground_truth: str
+    outputs: dict[str, str]
+
+
+@dataclass
+class ModelResult:
+    """A model's scores per document and their means."""
+
+    model: str
+    per_document: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def mean(self) -> dict[str, float]:
+        keys = next(iter(self.per_document.values()), {}).keys()
+        return {
+            key: math.fsum(scores[key] for scores in self.per_document.values())
+            / len(self.per_document)
+            for key in keys
+        }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=Path, metavar="DIR",
+                        help="folder with gt.txt and <model>_out.txt, or a folder of such folders")
+    parser.add_argument("--csv", type=Path, help="write the ranked table as CSV")
+    parser.add_argument("--html", type=Path, help="write an HTML report")
+    parser.add_argument("--case-sensitive", action="store_true",
+                        help="compare words case-sensitively")
+    parser.add_argument("--keep-punctuation", action="store_true",
+                        help="keep ASCII punctuation in words instead of splitting on it")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = WordOptions(args.case_sensitive, not args.keep_punctuation)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            documents = find_documents(args.directory)
+        for warning in caught:
+            print(f"note: {warning.message}", file=sys.stderr)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"evalsuite compare: {error}", file=sys.stderr)
+        return 2
+    results = rank_models(documents, options)
+    print(render_text(results, documents, options))
+    if args.csv:
+        print(f"csv: {atomic_write_text(args.csv, render_csv(results, documents))}")
+    if args.html:
+        html = render_html(results, documents, options, title=args.directory.name)
+        print(f"html: {atomic_write_text(args.html, html)}")
+    return 0
+
+
+def model_key(name: str) -> str:
+    """What two spellings of one model share: lowercase, punctuation runs as ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+
+
+def find_documents(directory: str | Path) -> list[Document]:
+    """The document in ``directory`` or, without a gt.txt there, one per subfolder having one.
+
+    Model names are unified by :func:`model_key` and shown in their most common spelling;
+    each unification is reported with a warning, as is a document without outputs (skipped).
+    Raises FileNotFoundError when no ground truth is found.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise FileNotFoundError(f"DIR {root} is not a folder")
+    folders = [root] if (root / GROUND_TRUTH).is_file() else sorted(
+        child for child in root.iterdir() if (child / GROUND_TRUTH).is_file()
+    )
+    if not folders:
+        raise FileNotFoundError(
+            f"no {GROUND_TRUTH} in {root} or its subfolders; expected {GROUND_TRUTH} and "
+            f"<model>{OUTPUT_SUFFIX} files"
+        )
+    raw: list[tuple[str, str, dict[str, str]]] = []
+    for folder in folders:
+        outputs = {
+            path.name[: -len(OUTPUT_SUFFIX)]: _read(path)
+            for path in sorted(folder.glob(f"*{OUTPUT_SUFFIX}"))
+        }
+        if not outputs:
+            warnings.warn(f"{folder}: no <model>{OUTPUT_SUFFIX} files, skipped", stacklevel=2)
+            continue
+        raw.append((folder.name, _read(folder / GROUND_TRUTH), outputs))
+    if not raw:
+        raise FileNotFoundError(f"no <model>{OUTPUT_SUFFIX} files next to any {GROUND_TRUTH}")
+    display = _display_names([name for _, _, outputs in raw for name in outputs])
+    documents = []
+    for doc_name, ground_truth, outputs in raw:
+        renamed = {}
+        for name, text in outputs.items():
+            shown = display[model_key(name)]
+            if shown != name:
+                warnings.warn(f"{doc_name}: {name}{OUTPUT_SUFFIX} counted as model {shown}",
+                              stacklevel=2)
+            if shown in renamed:
+                raise ValueError(f"{doc_name}: two outputs of model {shown}")
+            renamed[shown] = text
+        documents.append(Document(doc_name, ground_truth, renamed))
+    return documents
+
+
+def score_output(prediction: str, ground_truth: str, options: WordOptions) -> dict[str, float]:
+    """All scores of one output: word metrics, edit precision, ``order_``-prefixed order metrics."""
+    words = word_metrics(prediction, ground_truth, case_sensitive=options.case_sensitive,
+                         ignore_punctuation=options.ignore_punctuation)
+    scores = {key: float(words[key]) for key in ("precision", "recall", "f1", "crr")}
+    scores["edit_precision"] = float(edit_precision(prediction, ground_truth))
+    order = order_metrics(prediction, ground_truth)
+    scores.update({f"order_{key}": float(value) for key, value in order.items()})
+    return scores
+
+
+def rank_models(documents: Sequence[Document], options: WordOptions) -> list[ModelResult]:
+    """Every model's scores, best first (mean word F1, then mean CRR, then name)."""
+    results: dict[str, ModelResult] = {}
+    for document in documents:
+        for model, text in document.outputs.items():
+            result = results.setdefault(model, ModelResult(model))
+            result.per_document[document.name] = score_output(text, document.ground_truth,
+                                                              options)
+    return sorted(results.values(), key=lambda r: (-r.mean["f1"], -r.mean["crr"], r.model))
+
+
+def render_text(
+    results: Sequence[ModelResult], documents: Sequence[Document], options: WordOptions
+) -> str:
+    """The ranked table as the terminal shows it."""
+    headers = ["rank", "model", "docs", *(column.label for column in SCORE_COLUMNS)]
+    means = [result.mean for result in results]
+    decimals = {c.key: decimals_for(*(mean[c.key] for mean in means)) for c in SCORE_COLUMNS}
+    rows = []
+    for rank, (result, mean) in enumerate(zip(results, means, strict=True), start=1):
+        rows.append([
+            str(rank), result.model, f"{len(result.per_document)}/{len(documents)}",
+            *(format_number(mean[c.key], decimals=decimals[c.key]) for c in SCORE_COLUMNS),
+        ])
+    align = "rlr" + "r" * len(SCORE_COLUMNS)
+    lowers = ", ".join(c.label for c in SCORE_COLUMNS if c.direction == "lower")
+    header = (
+        f"{len(documents)} document(s), {len(results)} model(s); {options.describe()}; "
+        f"ranked by mean word F1 (then CRR); higher is better except {lowers}"
+    )
+    return header + "\n" + format_table(headers, rows, align=align)
+
+
+def render_csv(results: Sequence[ModelResult], documents: Sequence[Document]) -> str:
+    """The ranked table with every score (full precision), one row per model."""
+    keys = list(results[0].mean) if results else []
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["rank", "model", "documents", *keys])
+    for rank, result in enumerate(results, start=1):
+        mean = result.mean
+        writer.writerow([rank, result.model, len(result.per_document),
+                         *(repr(mean[key]) for key in keys)])
+    return buffer.getvalue()
+
+
+def render_html(
+    results: Sequence[ModelResult],
+    documents: Sequence[Document],
+    options: WordOptions,
+    *,
+    title: str = "",
+) -> str:
+    """A page in the dashboard's style: ranking, per-document scores, word drill-down."""
+    columns = [
+        Column("model", "model", numeric=False),
+        Column("docs", "docs"),
+        *(Column(c.key, c.label, title=f"{c.direction} is better") for c in SCORE_COLUMNS),
+    ]
+    ranking = [_row(result.model, result.mean, len(result.per_document)) for result in results]
+    caption = f"mean over documents; {options.describe()}; ranked by word F1, then CRR"
+    body = [
+        '<section id="ranking"><h2>Ranking</h2>',
+        ranked_table("compare-ranking", columns, ranking, caption),
+        '</section><section id="documents"><h2>Documents</h2>',
+    ]
+    for document in documents:
+        rows = [
+            _row(result.model, result.per_document[document.name], 1)
+            for result in results
+            if document.name in result.per_document
+        ]
+        rows.sort(key=lambda row: (-float(row["f1"].sort), row["model"].text))
+        body += [f'<h3 class="name">{escape(document.name)}</h3>',
+                 ranked_table(f"doc-{slug(document.name)}", [c for c in columns if c.key != "docs"],
+                              rows, f"{len(document.ground_truth.split())} ground-truth words")]
+    body += ['</section><section id="samples"><h2>Side by side</h2>',
+             drilldown("compare-drill", _drill_items(results, documents, options)),
+             "</section>"]
+    subtitle = f"{len(documents)} document(s) · {len(results)} model(s) · {options.describe()}"
+    nav = [("ranking", "ranking"), ("documents", "documents"), ("samples", "side by side")]
+    return render_page(f"compare {title}".strip(), subtitle, nav, "".join(body))
+
+
+def _row(model: str, scores: dict[str, float], documents: int) -> dict[str, Cell]:
+    row = {"model": Cell(model, model), "docs": Cell(str(documents), documents)}
+    row.update({c.key: Cell.number(scores[c.key]) for c in SCORE_COLUMNS})
+    return row
+
+
+def _drill_items(
+    results: Sequence[ModelResult], documents: Sequence[Document], options: WordOptions
+) -> list[DrillItem]:
+    items = []
+    for document in documents:
+        for result in results:
+            text = document.outputs.get(result.model)
+            if text is None:
+                continue
+            gt, pred = align_words(text, document.ground_truth,
+                                   case_sensitive=options.case_sensitive,
+                                   ignore_punctuation=options.ignore_punctuation)
+            scores = result.per_document[document.name]
+            shown = {c.label: scores[c.key] for c in SCORE_COLUMNS}
+            label = f"{result.model} — F1 {format_number(scores['f1'])}"
+            items.append(DrillItem(label, document.name, gt, pred, shown))
+    return items
+
+
+def _display_names(names: Sequence[str]) -> dict[str, str]:
+    """Model key -> its most common spelling (ties: the alphabetically first)."""
+    counts = Counter(names)
+    display: dict[str, str] = {}
+    for name in sorted(counts, key=lambda n: (-counts[n], n)):
+        display.setdefault(model_key(name), name)
+    return display
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text ({error.reason})") from error

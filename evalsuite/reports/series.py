@@ -1,0 +1,164 @@
+"""Metric time series across runs, and the run-to-run comparisons the trend views flag.
+
+A series is one benchmark x engine x parameter x metric over the runs of ``history.jsonl``, in
+run start order. Consecutive points are compared with the golden gate's statistics
+(:mod:`evalsuite.stats`): a proportion with the one-sided exact binomial test of the newer
+value's n against the older share, a mean against a tolerance. The tolerance is the golden
+entry's for that key when one exists, else ``default_tolerance`` when given, else the half-width
+of the older point's 95% interval (a mean moving inside it is noise).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.errors import GoldenError
+from evalsuite.golden import GoldenEntry, GoldenStore
+from evalsuite.reports.history import HistoryEntry
+from evalsuite.reports.model import MetricSummary
+from evalsuite.stats import Comparison, compare_mean, compare_proportion
+
+GoldenIndex = Mapping[tuple[str, str, str, str], GoldenEntry]
+"""Golden entries by (benchmark, engine, parameter, metric)."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    benchmark: str
+    engine: str
+    parameter: str
+    metric: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.parameter}".strip()
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's value of a series."""
+
+    run_id: str
+    created_utc: str
+    git_commit: str | None
+    summary: MetricSummary
+
+
+@dataclass(frozen=True)
+class Step:
+    """A point and how it compares with the series' previous point (None for the first one,
+    or when either value is missing)."""
+
+    point: Point
+    previous: Point | None
+    comparison: Comparison | None
+
+
+def chronological(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
+    """Runs ordered by start time; runs started in the same second keep their file order."""
+    return sorted(entries, key=lambda entry: entry.metadata.created_utc)
+
+
+def collect_series(entries: Iterable[HistoryEntry]) -> dict[SeriesKey, list[Point]]:
+    """Every series of the history, points in run start order, keys sorted."""
+    series: dict[SeriesKey, list[Point]] = {}
+    for entry in chronological(entries):
+        run = entry.metadata
+        for record in entry.records:
+            for metric, summary in record.metrics.items():
+                key = SeriesKey(record.benchmark, record.engine, record.parameter, metric)
+                point = Point(run.run_id, run.created_utc, run.git_commit, summary)
+                series.setdefault(key, []).append(point)
+    return {key: series[key] for key in sorted(series)}
+
+
+def load_golden_index(
+    golden_dir: str | Path, benchmarks: Iterable[str]
+) -> dict[tuple[str, str, str, str], GoldenEntry]:
+    """Golden entries of ``benchmarks`` found under ``golden_dir``; absent files give none and a
+    malformed file is skipped with a warning."""
+    store = GoldenStore(golden_dir)
+    index: dict[tuple[str, str, str, str], GoldenEntry] = {}
+    for benchmark in sorted(set(benchmarks)):
+        try:
+            golden = store.load(benchmark)
+        except GoldenError as error:
+            warnings.warn(str(error), stacklevel=2)
+            continue
+        for (engine, parameter, metric), entry in golden.entries.items():
+            index[(benchmark, engine, parameter, metric)] = entry
+    return index
+
+
+def step_tolerance(
+    key: SeriesKey, previous: MetricSummary, golden: GoldenIndex, default: float | None = None
+) -> float:
+    """The tolerance a step of ``key`` is judged with (see the module docstring)."""
+    entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric))
+    if entry is not None:
+        return float(entry.tolerance)
+    if default is not None:
+        return default
+    if previous.kind == "proportion" or previous.ci_low is None or previous.ci_high is None:
+        return 0.0
+    return max(0.0, (previous.ci_high - previous.ci_low) / 2)
+
+
+def compare_summaries(
+    previous: MetricSummary, current: MetricSummary, tolerance: float
+) -> Comparison | None:
+    """``current`` against ``previous`` with the gate's test for the metric's kind; None when
+    either has no value or the current one no samples."""
+    if previous.value is None or current.value is None or current.n <= 0:
+        return None
+    if current.kind == "proportion":
+        return compare_proportion(
+            previous.value, current.value, current.n, current.direction, tolerance=tolerance
+        )
+    return compare_mean(previous.value, current.value, current.direction, tolerance=tolerance)
+
+
+def series_steps(
+    key: SeriesKey,
+    points: Sequence[Point],
+    golden: GoldenIndex | None = None,
+    *,
+    default_tolerance: float | None = None,
+) -> list[Step]:
+    """Each point compared with the one before it in the same series."""
+    golden = golden or {}
+    steps = []
+    for index, point in enumerate(points):
+        previous = points[index - 1] if index else None
+        comparison = None
+        if previous is not None:
+            tolerance = step_tolerance(key, previous.summary, golden, default_tolerance)
+            comparison = compare_summaries(previous.summary, point.summary, tolerance)
+        steps.append(Step(point, previous, comparison))
+    return steps
+
+
+def newest_regressions(
+    series: Mapping[SeriesKey, Sequence[Point]],
+    newest_run_id: str,
+    golden: GoldenIndex | None = None,
+    *,
+    default_tolerance: float | None = None,
+) -> list[tuple[SeriesKey, Step]]:
+    """The series whose point from ``newest_run_id`` regressed against the previous comparable
+    run (same benchmark, engine, parameter and metric)."""
+    regressions = []
+    for key, points in series.items():
+        steps = series_steps(key, points, golden, default_tolerance=default_tolerance)
+        last = steps[-1] if steps else None
+        if (
+            last is not None
+            and last.point.run_id == newest_run_id
+            and last.comparison is not None
+            and last.comparison.regressed
+        ):
+            regressions.append((key, last))
+    return regressions

@@ -1,0 +1,208 @@
+"""``evalsuite trend``: how each metric moved over the last runs, regressions flagged.
+
+One table per benchmark x metric: for every engine x parameter its last N values with their
+95% interval, the change against the run before, and a flag when that change is a regression
+or an improvement by the golden gate's statistics (see :mod:`evalsuite.reports.series`).
+``--fail-on-regression`` exits 1 when the newest run regressed against the previous comparable
+run of any shown series, for CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from itertools import groupby
+from pathlib import Path
+
+from evalsuite.reports.history import DEFAULT_HISTORY, HistoryEntry, read_history
+from evalsuite.reports.series import (
+    GoldenIndex,
+    Point,
+    SeriesKey,
+    Step,
+    chronological,
+    collect_series,
+    load_golden_index,
+    newest_regressions,
+    series_steps,
+)
+from evalsuite.reports.texttable import MISSING, decimals_for, format_number, format_table
+
+DEFAULT_LAST = 10
+REGRESSED = "▼ REGRESSED"
+IMPROVED = "▲ improved"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history", type=Path, default=DEFAULT_HISTORY,
+                        help="run history file (default: %(default)s)")
+    parser.add_argument("--benchmark", help="show only this benchmark")
+    parser.add_argument("--metric", help="show only this metric")
+    parser.add_argument("--last", type=_positive_int, default=DEFAULT_LAST, metavar="N",
+                        help="runs per series to show (default: %(default)s)")
+    parser.add_argument("--golden-dir", type=Path, default=Path("golden"),
+                        help="golden files giving each metric's tolerance (default: %(default)s)")
+    parser.add_argument("--tolerance", type=float, default=None,
+                        help="tolerance for means without a golden entry (default: half the "
+                             "previous run's 95%% interval)")
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit 1 when the newest run regressed against the previous "
+                             "comparable run")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        entries = read_history(args.history)
+    except FileNotFoundError as error:
+        print(f"evalsuite trend: {error}", file=sys.stderr)
+        return 2
+    if args.tolerance is not None and args.tolerance < 0:
+        print("evalsuite trend: --tolerance must be >= 0", file=sys.stderr)
+        return 2
+    series = select_series(collect_series(entries), args.benchmark, args.metric)
+    if not series:
+        what = " ".join(
+            f"--{name} {value}"
+            for name, value in (("benchmark", args.benchmark), ("metric", args.metric))
+            if value
+        )
+        print(f"evalsuite trend: no series in {args.history}" + (f" match {what}" if what else ""),
+              file=sys.stderr)
+        return 2
+    golden = load_golden_index(args.golden_dir, {key.benchmark for key in series})
+    print(render_trend(entries, series, golden, last=args.last, source=str(args.history),
+                       default_tolerance=args.tolerance))
+    newest = chronological(entries)[-1].metadata.run_id
+    regressions = newest_regressions(series, newest, golden, default_tolerance=args.tolerance)
+    return 1 if args.fail_on_regression and regressions else 0
+
+
+def select_series(
+    series: Mapping[SeriesKey, Sequence[Point]], benchmark: str | None, metric: str | None
+) -> dict[SeriesKey, Sequence[Point]]:
+    return {
+        key: points
+        for key, points in series.items()
+        if (benchmark is None or key.benchmark == benchmark)
+        and (metric is None or key.metric == metric)
+    }
+
+
+def render_trend(
+    entries: Sequence[HistoryEntry],
+    series: Mapping[SeriesKey, Sequence[Point]],
+    golden: GoldenIndex,
+    *,
+    last: int,
+    source: str,
+    default_tolerance: float | None = None,
+) -> str:
+    """The whole terminal report: a header, one table per benchmark x metric, the verdict."""
+    newest = chronological(entries)[-1].metadata
+    engines = ", ".join(newest.engines) or MISSING
+    dirty = " (dirty)" if newest.git_dirty else ""
+    blocks = [
+        f"evalsuite trend: {source}, {len(entries)} runs, last {last} per series",
+        f"newest run {newest.run_id} at {newest.created_utc}, "
+        f"commit {_short(newest.git_commit)}{dirty}, engines {engines}",
+    ]
+    by_metric = sorted(series.items(), key=lambda item: _metric_order(item[0]))
+    for (benchmark, metric), group in groupby(by_metric, lambda item: _metric_order(item[0])[:2]):
+        keys_points = list(group)
+        summary = keys_points[-1][1][-1].summary
+        blocks.append(
+            f"\n{benchmark} · {metric} ({summary.kind}, {summary.direction} is better)\n"
+            + _metric_table(keys_points, golden, last, default_tolerance)
+        )
+    regressions = newest_regressions(series, newest.run_id, golden,
+                                     default_tolerance=default_tolerance)
+    blocks.append("\n" + _verdict(regressions))
+    blocks.append(
+        "tests: proportions one-sided exact binomial (95%) against the previous run's share; "
+        "means by tolerance (golden entry, else half the previous 95% interval)"
+    )
+    return "\n".join(blocks)
+
+
+def _metric_table(
+    keys_points: Sequence[tuple[SeriesKey, Sequence[Point]]],
+    golden: GoldenIndex,
+    last: int,
+    default_tolerance: float | None,
+) -> str:
+    shown = [
+        (key, series_steps(key, points, golden, default_tolerance=default_tolerance)[-last:])
+        for key, points in keys_points
+    ]
+    decimals = decimals_for(
+        *(v for _, steps in shown for s in steps
+          for v in (s.point.summary.value, s.point.summary.ci_low, s.point.summary.ci_high))
+    )
+    rows = []
+    for key, steps in shown:
+        for index, step in enumerate(steps):
+            label = (key.engine, key.parameter) if index == 0 else ("", "")
+            rows.append([*label, *_step_cells(step, decimals)])
+    headers = ["engine", "parameter", "run", "commit", "value", "95% CI", "n", "Δ prev", "flag"]
+    return format_table(headers, rows, align="lllllrrrl", indent="  ")
+
+
+def _step_cells(step: Step, decimals: int) -> list[str]:
+    summary = step.point.summary
+    if summary.ci_low is None or summary.ci_high is None:
+        interval = MISSING
+    else:
+        low = format_number(summary.ci_low, decimals=decimals)
+        interval = f"{low}–{format_number(summary.ci_high, decimals=decimals)}"
+    comparison = step.comparison
+    delta = format_number(comparison.delta, signed=True, decimals=decimals) if comparison else ""
+    return [
+        step.point.run_id,
+        _short(step.point.git_commit),
+        format_number(summary.value, decimals=decimals),
+        interval,
+        str(summary.n),
+        delta,
+        _flag(step),
+    ]
+
+
+def _flag(step: Step) -> str:
+    comparison = step.comparison
+    if comparison is None or not (comparison.regressed or comparison.improved):
+        return ""
+    flag = REGRESSED if comparison.regressed else IMPROVED
+    if comparison.p_value is not None and comparison.regressed:
+        return f"{flag} p={comparison.p_value:.2g}"
+    return flag
+
+
+def _verdict(regressions: Sequence[tuple[SeriesKey, Step]]) -> str:
+    if not regressions:
+        return "newest run: no regression against the previous comparable runs"
+    lines = [f"newest run: {len(regressions)} regression(s) against the previous comparable run"]
+    for key, step in regressions:
+        assert step.previous is not None and step.comparison is not None
+        lines.append(
+            f"  {key.benchmark} {key.engine} {key.parameter} {key.metric}: "
+            f"{format_number(step.previous.summary.value)} ({step.previous.run_id}) -> "
+            f"{format_number(step.point.summary.value)}, Δ "
+            f"{format_number(step.comparison.delta, signed=True)} ({step.comparison.test})"
+        )
+    return "\n".join(lines)
+
+
+def _metric_order(key: SeriesKey) -> tuple[str, str, str, str]:
+    return key.benchmark, key.metric, key.engine, key.parameter
+
+
+def _short(commit: str | None) -> str:
+    return commit[:7] if commit else MISSING
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value

@@ -1,0 +1,375 @@
+"""``evalsuite eval``: run one engine on one page image and score it against a ground truth.
+
+``--dry-run`` needs no model: it reports the page's vision-token arithmetic for the mode. Bad
+input (unreadable image or ground truth, unknown engine or mode, no recording) prints one line
+on stderr and exits with 2; an engine failing on the page exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PROMPT = "<image>\nFree OCR."
+DEFAULT_ENGINE = "deepseek-ocr"
+DEFAULT_EXPERIMENT = "compression"
+
+KEY_HELP = """\
+identifying key of the page, for --engine replay and --record: comma-separated FIELD=VALUE pairs,
+e.g. "document=invoice,render_config=font_mono". Default: experiment=compression and
+document=<image file name without extension>; pairs given here add to or override these. VALUE is
+an int when it is all digits (question_id=3), None when it is "null" or empty. The mode (--mode)
+and the prompt (--prompt) complete the key; see the replay engine's lookup rules in the docs."""
+
+EPILOG = """\
+examples:
+  evalsuite eval --image invoice.png --mode small --dry-run
+  evalsuite eval --image invoice.png --ground-truth invoice.txt --engine tesseract
+  evalsuite eval --image invoice.png --engine replay --mode tiny   # $EVALSUITE_DATA recordings
+  evalsuite eval --image page.png --engine deepseek-ocr --model-path DIR --record runs.jsonl
+
+exit status: 0 success, 1 the engine failed on this page, 2 bad input or engine unavailable."""
+
+
+class InputError(Exception):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("--image", required=True, type=Path, help="the page image (PNG, JPEG, ...)")
+    parser.add_argument(
+        "--ground-truth", type=Path, help="UTF-8 text file with the page's expected text"
+    )
+    parser.add_argument(
+        "--mode",
+        default="small",
+        help="DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default small)",
+    )
+    parser.add_argument(
+        "--engine", default=DEFAULT_ENGINE, help=f"engine name (default {DEFAULT_ENGINE})"
+    )
+    parser.add_argument("--model-path", help="checkpoint folder for the DeepSeek engines")
+    parser.add_argument(
+        "--recordings",
+        action="append",
+        help="recordings file for --engine replay (repeatable; default $EVALSUITE_RECORDINGS, "
+        "then $EVALSUITE_DATA/deepseek_ocr_recordings/recordings.jsonl)",
+    )
+    parser.add_argument("--record", type=Path, help="append the engine's result to this JSONL file")
+    parser.add_argument("--replay-key", "--key", dest="replay_key", default="", help=KEY_HELP)
+    parser.add_argument(
+        "--prompt", default=DEFAULT_PROMPT, help="prompt sent with the image (default: Free OCR.)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="token arithmetic only, no model")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = dry_run_report(args) if args.dry_run else engine_report(args)
+    except InputError as exc:
+        _fail(str(exc))
+        return 2
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(format_report(report))
+    if report.get("error"):
+        _fail(f"engine {args.engine!r} failed on {args.image}: {report['error']}")
+        return 1
+    return 0
+
+
+def dry_run_report(args: argparse.Namespace) -> dict[str, Any]:
+    """Image size, mode settings, tiles and vision tokens; ground-truth counts when given."""
+    from evalsuite.tokens import tile_grid, vision_tokens
+
+    width, height = _image_size(args.image)
+    settings = _mode(args.mode)
+    ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
+    tokens = vision_tokens(width, height, args.mode)
+    report: dict[str, Any] = {
+        "image": {"path": str(args.image), "width": width, "height": height},
+        "mode": _mode_dict(settings),
+        "tile_grid": list(tile_grid(width, height)) if settings.crop_mode else None,
+        "vision_tokens": _tokens_dict(tokens),
+        "dry_run": True,
+    }
+    if ground_truth is not None:
+        report["ground_truth"] = _ground_truth_dict(args.ground_truth, ground_truth, tokens.valid)
+    return report
+
+
+def engine_report(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the engine on the page and score its output."""
+    from evalsuite.engines.base import InferenceRequest
+    from evalsuite.engines.grounding import strip_grounding
+    from evalsuite.engines.recording import check_key
+    from evalsuite.errors import MissingRecordingError
+
+    width, height = _image_size(args.image)
+    _mode(args.mode)
+    ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
+    key = {"experiment": DEFAULT_EXPERIMENT, "document": args.image.stem}
+    key.update(parse_key(args.replay_key))
+    request = InferenceRequest(
+        image=args.image, prompt=args.prompt, mode=args.mode, sample_id=args.image.stem, key=key
+    )
+    if args.record is not None:
+        try:
+            check_key(request.replay_key())
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"--record: {exc}") from None
+    engine = _create_engine(args)
+    try:
+        result = engine.infer(request)
+    except MissingRecordingError as exc:
+        raise InputError(f"{exc}; pass --replay-key to name the recorded page") from None
+
+    scored_text = strip_grounding(result.text)
+    valid = _valid_vision_tokens(result.vision_tokens)
+    output_tokens, method = _output_tokens(result.output_tokens, scored_text)
+    report: dict[str, Any] = {
+        "image": {"path": str(args.image), "width": width, "height": height},
+        "mode": args.mode,
+        "engine": args.engine,
+        "key": request.replay_key(),
+        "output": result.text,
+        "grounding_removed": scored_text != result.text,
+        "vision_tokens": _engine_tokens_dict(result.vision_tokens),
+        "output_tokens": output_tokens,
+        "output_tokens_method": method,
+        "compression_ratio": output_tokens / valid if valid else None,
+        "latency_s": result.latency_s,
+        "settings": result.settings,
+        "error": result.error,
+    }
+    if args.record is not None:
+        report["recorded_to"] = str(args.record)
+    if ground_truth is not None:
+        report["ground_truth"] = _ground_truth_dict(args.ground_truth, ground_truth, valid)
+        report["metrics"] = _metrics(scored_text, ground_truth)
+    return report
+
+
+def parse_key(text: str) -> dict[str, Any]:
+    """``"a=1,b=x,c=null"`` as ``{"a": 1, "b": "x", "c": None}`` (see ``--replay-key``)."""
+    key: dict[str, Any] = {}
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        name, sep, value = (item.strip() for item in pair.partition("="))
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise InputError(f"--replay-key: expected FIELD=VALUE pairs, got {pair!r}")
+        if value.lower() in ("", "null", "none"):
+            key[name] = None
+        elif re.fullmatch(r"-?\d+", value):
+            key[name] = int(value)
+        else:
+            key[name] = value
+    return key
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as an aligned two-column table, the engine output last."""
+    image = report["image"]
+    rows = [("image", f"{image['path']} ({image['width']} x {image['height']} px)")]
+    rows += _dry_run_rows(report) if report.get("dry_run") else _engine_rows(report)
+    truth = report.get("ground_truth")
+    if truth:
+        counts = f"{truth['chars']} chars, {truth['tokens']} tokens ({truth['tokens_method']})"
+        rows.append(("ground truth", f"{truth['path']}: {counts}"))
+        rows.append(("gt compression", _number(truth["compression_ratio"], "n/a")))
+    rows += [
+        (name.replace("_", " "), _number(value))
+        for name, value in report.get("metrics", {}).items()
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+    if "output" in report:
+        cleaned = " (grounding markup removed for scoring)" if report["grounding_removed"] else ""
+        lines += ["", f"--- output{cleaned} ---", report["output"]]
+    return "\n".join(lines)
+
+
+def _dry_run_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    mode, tokens, grid = report["mode"], report["vision_tokens"], report["tile_grid"]
+    crops = "crop mode, 640-px tiles" if mode["crop_mode"] else "no crops"
+    tiles = f"{tokens['tiles']} (grid {grid[0]} x {grid[1]})" if grid else "0 (no crop mode)"
+    return [
+        ("mode", f"{mode['name']} (base {mode['base_size']}, image {mode['image_size']}, {crops})"),
+        ("tiles", tiles),
+        ("vision tokens", _format_tokens(tokens)),
+    ]
+
+
+def _engine_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    key = ", ".join(f"{k}={v!r}" for k, v in report["key"].items() if k != "prompt")
+    rows = [
+        ("engine", report["engine"]),
+        ("mode", report["mode"]),
+        ("key", key),
+        ("vision tokens", _format_tokens(report["vision_tokens"])),
+        ("output tokens", f"{report['output_tokens']} ({report['output_tokens_method']})"),
+        ("compression ratio", _number(report["compression_ratio"], "n/a (no vision tokens)")),
+        ("latency", f"{report['latency_s']:.3f} s"),
+    ]
+    if report.get("recorded_to"):
+        rows.append(("recorded to", report["recorded_to"]))
+    return rows
+
+
+def _create_engine(args: argparse.Namespace) -> Any:
+    from evalsuite.engines import create_engine
+    from evalsuite.engines.recording import RecordingEngine
+    from evalsuite.errors import EngineUnavailableError, EvalsuiteError
+
+    options: dict[str, Any] = {}
+    if args.model_path:
+        options["model_path"] = args.model_path
+    if args.recordings:
+        options["recordings"] = args.recordings
+    try:
+        engine = create_engine(args.engine, **options)
+    except TypeError as exc:
+        flags = ", ".join("--" + name.replace("_", "-") for name in options)
+        raise InputError(f"engine {args.engine!r} does not take {flags}: {exc}") from None
+    except (EngineUnavailableError, EvalsuiteError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+    if args.record is None:
+        return engine
+    try:
+        return RecordingEngine(engine, args.record)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--record {args.record}: {exc}") from None
+
+
+def _image_size(path: Path) -> tuple[int, int]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            image.load()  # decode every pixel: a truncated file fails here, not in the engine
+            return image.size
+    except FileNotFoundError:
+        raise InputError(f"image {str(path)!r} does not exist") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"cannot read image {str(path)!r}: {exc}") from None
+
+
+def _mode(name: str) -> Any:
+    from evalsuite.tokens import mode_settings
+
+    try:
+        return mode_settings(name)
+    except (TypeError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+
+
+def _read_ground_truth(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"ground truth {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"ground truth {str(path)!r} is not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read ground truth {str(path)!r}: {exc.strerror}") from None
+
+
+def _ground_truth_dict(path: Path, text: str, valid_vision_tokens: int | None) -> dict[str, Any]:
+    """Size of the ground truth; its compression is ground-truth tokens / valid vision tokens."""
+    from evalsuite.tokens import text_token_count
+
+    tokens = text_token_count(text)
+    return {
+        "path": str(path),
+        "chars": len(text),
+        "tokens": int(tokens),
+        "tokens_method": tokens.method,
+        "compression_ratio": tokens / valid_vision_tokens if valid_vision_tokens else None,
+    }
+
+
+def _metrics(prediction: str, ground_truth: str) -> dict[str, Any]:
+    from evalsuite.metrics import (
+        edit_distance,
+        edit_precision,
+        normalized_edit_distance,
+        word_metrics,
+    )
+
+    words = word_metrics(prediction, ground_truth)
+    return {
+        "edit_distance": edit_distance(prediction, ground_truth),
+        "normalized_edit_distance": normalized_edit_distance(prediction, ground_truth),
+        "edit_precision": edit_precision(prediction, ground_truth),
+        "word_precision": words["precision"],
+        "word_recall": words["recall"],
+        "word_f1": words["f1"],
+        "cer": words["cer"],
+    }
+
+
+def _output_tokens(engine_count: int | None, text: str) -> tuple[int, str]:
+    """The engine's own output-token count, else the tokenizer-free estimate, with its method."""
+    if engine_count is not None:
+        return engine_count, "engine tokenizer"
+    from evalsuite.tokens import text_token_count
+
+    estimate = text_token_count(text)
+    return int(estimate), estimate.method
+
+
+def _valid_vision_tokens(value: Any) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    return value.valid
+
+
+def _mode_dict(settings: Any) -> dict[str, Any]:
+    return {
+        "name": settings.name,
+        "base_size": settings.base_size,
+        "image_size": settings.image_size,
+        "crop_mode": settings.crop_mode,
+    }
+
+
+def _tokens_dict(tokens: Any) -> dict[str, int]:
+    return {
+        "nominal": tokens.nominal,
+        "valid": tokens.valid,
+        "raw": tokens.raw,
+        "tiles": tokens.tiles,
+    }
+
+
+def _engine_tokens_dict(value: Any) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return {"valid": value}
+    return _tokens_dict(value)
+
+
+def _format_tokens(tokens: dict[str, int] | None) -> str:
+    if tokens is None:
+        return "n/a (the engine reports none)"
+    return " · ".join(f"{name} {count}" for name, count in tokens.items() if name != "tiles")
+
+
+def _number(value: Any, missing: str = "n/a") -> str:
+    if value is None:
+        return missing
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _fail(message: str) -> None:
+    print(f"evalsuite eval: error: {' '.join(message.split())}", file=sys.stderr)

@@ -1,0 +1,144 @@
+"""Statistics shared by the aggregates, the golden gate and the trend view.
+
+Proportions get Wilson score intervals and a one-sided exact binomial test; means get
+Student-t intervals. Everything here is a pure function of counts or values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import stats as scipy_stats
+
+from evalsuite.reports.model import Direction, MetricSummary
+
+CONFIDENCE = 0.95
+
+
+def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of ``successes / n``.
+
+    (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), z the normal quantile.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return 0.0, 1.0
+    z = scipy_stats.norm.ppf(1 - (1 - confidence) / 2)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student-t interval of the mean: mean ± t(n-1)·s/sqrt(n); the point itself when n < 2."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_interval needs at least one value")
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, mean
+    variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, n - 1) * math.sqrt(variance / n)
+    return mean - half, mean + half
+
+
+def summarize_proportion(
+    outcomes: Sequence[bool], direction: Direction = "higher"
+) -> MetricSummary:
+    """Share of true outcomes, with its Wilson interval."""
+    n = len(outcomes)
+    successes = sum(bool(o) for o in outcomes)
+    low, high = wilson_interval(successes, n)
+    value = successes / n if n else None
+    return MetricSummary(value, n, low if n else None, high if n else None, "proportion", direction)
+
+
+def summarize_mean(values: Sequence[float], direction: Direction = "higher") -> MetricSummary:
+    """Mean of ``values`` with its t interval; value None when there are none."""
+    if not values:
+        return MetricSummary(None, 0, None, None, "mean", direction)
+    low, high = mean_interval(values)
+    return MetricSummary(math.fsum(values) / len(values), len(values), low, high, "mean", direction)
+
+
+def summarize_weighted_mean(
+    values: Sequence[float], weights: Sequence[float], direction: Direction = "higher"
+) -> MetricSummary:
+    """Σ value·weight / Σ weight; the interval is not estimated (None) for weighted means."""
+    if len(values) != len(weights):
+        raise ValueError(f"{len(values)} values but {len(weights)} weights")
+    if any(w < 0 for w in weights):
+        raise ValueError("weights must be >= 0")
+    total = math.fsum(weights)
+    if not values or total == 0:
+        return MetricSummary(None, len(values), None, None, "mean", direction)
+    value = math.fsum(v * w for v, w in zip(values, weights, strict=True)) / total
+    return MetricSummary(value, len(values), None, None, "mean", direction)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether a current value is a regression (or improvement) against a reference."""
+
+    regressed: bool
+    improved: bool
+    delta: float
+    test: str
+    p_value: float | None = None
+
+
+def compare_proportion(
+    reference: float,
+    current: float,
+    n: int,
+    direction: Direction,
+    *,
+    tolerance: float = 0.0,
+    alpha: float = 1 - CONFIDENCE,
+) -> Comparison:
+    """One-sided exact binomial test of ``current`` (a share of n) against ``reference``.
+
+    Higher is better: regressed when P(X <= k | n, p0) < alpha with k = round(current·n) and
+    p0 = reference − tolerance. Lower is better: P(X >= k | n, p0) < alpha with p0 = reference +
+    tolerance. Improvement is the mirror test.
+    """
+    if n <= 0:
+        raise ValueError(f"n must be positive to test a proportion, got {n}")
+    for name, value in (("reference", reference), ("current", current)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} proportion must lie in [0, 1], got {value}")
+    k = round(current * n)
+    sign = 1 if direction == "higher" else -1
+    worse_p0 = min(1.0, max(0.0, reference - sign * tolerance))
+    better_p0 = min(1.0, max(0.0, reference + sign * tolerance))
+    low_tail = float(scipy_stats.binom.cdf(k, n, worse_p0 if sign > 0 else better_p0))
+    high_tail = float(scipy_stats.binom.sf(k - 1, n, better_p0 if sign > 0 else worse_p0))
+    worse_tail, better_tail = (low_tail, high_tail) if sign > 0 else (high_tail, low_tail)
+    return Comparison(
+        regressed=worse_tail < alpha,
+        improved=better_tail < alpha,
+        delta=current - reference,
+        test=f"one-sided exact binomial, n={n}, alpha={alpha:g}",
+        p_value=worse_tail,
+    )
+
+
+def compare_mean(
+    reference: float, current: float, direction: Direction, *, tolerance: float
+) -> Comparison:
+    """A continuous metric regresses when worse than ``reference`` by more than ``tolerance``."""
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+    delta = current - reference
+    worse_by = -delta if direction == "higher" else delta
+    return Comparison(
+        regressed=worse_by > tolerance + 1e-12,
+        improved=-worse_by > tolerance + 1e-12,
+        delta=delta,
+        test=f"tolerance {tolerance:g}",
+    )

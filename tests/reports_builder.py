@@ -1,0 +1,200 @@
+"""Builds realistic run records for the report tests: several nightly runs of fox,
+render_configs and quality with engines, modes, per-sample texts and scores, deterministic.
+
+Scores come from the real metric functions on generated texts, aggregates from evalsuite.stats.
+The newest run has a built-in regression (fox, tiny-deepseek-ocr-2 mode=tiny: OCR quality
+drops) and an improvement (render_configs replay color_low_contrast: vision answers improve).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from evalsuite.metrics import edit_precision
+from evalsuite.reports.history import append_history
+from evalsuite.reports.model import BenchmarkRecord, SampleRecord
+from evalsuite.reports.results import RunMetadata, write_results
+from evalsuite.stats import summarize_mean, summarize_proportion
+
+SENTENCES = (
+    "The committee approved the annual budget after a short debate on travel costs.",
+    "Invoice INV-2024-001 lists three items with a total of 1,250.00 dollars due in May.",
+    "Employees must submit their timesheets by Friday at five in the afternoon.",
+    "The new scanner renders each page at two hundred dots per inch in grey scale.",
+    "Section 4 of the act defines a public record as any writing prepared by a body.",
+    "Meeting minutes were recorded by the secretary and approved without changes.",
+    "Product specifications include a weight of 2.4 kilograms and a steel frame.",
+    "The library keeps a copy of every report in its archive for ten years.",
+    "Requests for information shall be answered within five business days.",
+    "A person may inspect the records during the usual business hours of the office.",
+)
+FOX_PAGES = 8
+QUESTIONS = 30
+RENDER_CONFIGS = ("color_default", "color_low_contrast", "font_mono", "font_serif", "size_small")
+VISION_TOKENS = {"tiny": 64, "small": 100}
+START = datetime(2025, 11, 1, 2, 0, tzinfo=UTC)
+
+# Per-run OCR word error rates: stable, with the newest run's tiny mode degraded.
+FOX_ERROR = {
+    ("tiny-deepseek-ocr-2", "mode=tiny"): (0.10, 0.10, 0.09, 0.10, 0.09, 0.30),
+    ("tiny-deepseek-ocr-2", "mode=small"): (0.05, 0.05, 0.04, 0.05, 0.04, 0.04),
+    ("tesseract", "default"): (0.03, 0.03, 0.03, 0.03, 0.03, 0.03),
+}
+# Per-run answer accuracy of the vision condition; the low-contrast rendering improves at the end.
+VISION_ACCURACY = {
+    "color_default": (0.80, 0.80, 0.83, 0.80, 0.80, 0.83),
+    "color_low_contrast": (0.40, 0.43, 0.40, 0.40, 0.43, 0.90),
+    "font_mono": (0.77, 0.77, 0.80, 0.77, 0.77, 0.77),
+    "font_serif": (0.80, 0.80, 0.80, 0.83, 0.80, 0.80),
+    "size_small": (0.60, 0.63, 0.60, 0.60, 0.63, 0.60),
+}
+TEXT_ACCURACY = 0.90
+
+
+@dataclass
+class BuiltRun:
+    metadata: RunMetadata
+    records: list[BenchmarkRecord]
+
+
+def build_runs(count: int = 6) -> list[BuiltRun]:
+    """``count`` (at most 6) nightly runs, oldest first."""
+    return [_build_run(index) for index in range(count)]
+
+
+def write_reports(folder: Path, runs: list[BuiltRun]) -> Path:
+    """results.json per run and history.jsonl, as a benchmark session writes them; returns the
+    history path."""
+    history = folder / "history.jsonl"
+    for run in runs:
+        run_dir = folder / run.metadata.run_id
+        write_results(run_dir, run.metadata, run.records)
+        append_history(history, run.metadata, run.records,
+                       results_path=f"{run.metadata.run_id}/results.json")
+    return history
+
+
+def _build_run(index: int) -> BuiltRun:
+    created = START + timedelta(days=index)
+    metadata = RunMetadata(
+        run_id=f"{created:%Y%m%dT%H%M%SZ}-{index:06x}",
+        created_utc=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        git_commit=f"{index + 1:x}" * 40,
+        git_dirty=index == 5,
+        engines=["replay", "tesseract", "tiny-deepseek-ocr-2"],
+        model_revisions={"replay": None, "tesseract": "5.3.0", "tiny-deepseek-ocr-2": "abc1234"},
+        modes=["tiny", "small"],
+        versions={"python": "3.11.9", "evalsuite": "0.1.0", "torch": "2.13.0",
+                  "transformers": "5.0.0"},
+        device="cpu (x86_64)",
+        seed=1234,
+        command="pytest benches -n 2",
+        duration_s=412.0 + index,
+    )
+    records = [*_fox(index), *_render_configs(index), _quality(index)]
+    return BuiltRun(metadata, records)
+
+
+def _perturb(text: str, error_rate: float, rng: random.Random) -> str:
+    words = []
+    for word in text.split():
+        roll = rng.random()
+        if roll < error_rate / 3:
+            continue
+        if roll < 2 * error_rate / 3 and len(word) > 2:
+            i = rng.randrange(len(word) - 1)
+            word = word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+        elif roll < error_rate:
+            word = word.upper()
+        words.append(word)
+    return " ".join(words)
+
+
+def _fox(run: int) -> list[BenchmarkRecord]:
+    records = []
+    for (engine, parameter), rates in FOX_ERROR.items():
+        rng = random.Random(f"fox-{engine}-{parameter}-{run}")
+        samples = []
+        for page in range(FOX_PAGES):
+            reference = " ".join(SENTENCES[(page + k) % len(SENTENCES)] for k in range(2 + page))
+            mode = parameter.removeprefix("mode=")
+            text_tokens = 600 + 90 * page  # Fox pages hold 600-1300 text tokens
+            # Denser pages are harder to read back from few vision tokens.
+            rate = rates[run] * (0.5 + 0.15 * page) if mode in VISION_TOKENS else rates[run]
+            prediction = _perturb(reference, rate, rng)
+            scores: dict[str, float | bool] = {
+                "edit_precision": round(edit_precision(prediction, reference), 6)
+            }
+            if mode in VISION_TOKENS:
+                scores["compression_ratio"] = round(text_tokens / VISION_TOKENS[mode], 6)
+            scores["empty_output_rate"] = not prediction
+            scores["degenerate_output_rate"] = False
+            samples.append(SampleRecord(f"en_{page}", scores, None, prediction, reference,
+                                        {"vision_tokens": VISION_TOKENS.get(mode)}))
+        if engine == "tiny-deepseek-ocr-2" and parameter == "mode=small" and run == 2:
+            samples[3] = SampleRecord("en_3", {"edit_precision": 0.0, "compression_ratio": None,
+                                               "empty_output_rate": False,
+                                               "degenerate_output_rate": False},
+                                      "CUDA out of memory", None, samples[3].reference)
+        metrics = {"edit_precision": summarize_mean(
+            [s.scores["edit_precision"] for s in samples])}
+        ratios = [s.scores["compression_ratio"] for s in samples
+                  if s.scores.get("compression_ratio") is not None]
+        if ratios:
+            metrics["compression_ratio"] = summarize_mean(ratios)
+        for name in ("empty_output_rate", "degenerate_output_rate"):
+            metrics[name] = summarize_proportion([bool(s.scores[name]) for s in samples], "lower")
+        params = {"mode": parameter.removeprefix("mode=")} if "=" in parameter else {}
+        records.append(BenchmarkRecord("fox", engine, parameter, metrics, samples, params))
+    return records
+
+
+def _answers(accuracy: float, rng: random.Random) -> list[bool]:
+    correct = round(accuracy * QUESTIONS)
+    outcomes = [True] * correct + [False] * (QUESTIONS - correct)
+    rng.shuffle(outcomes)
+    return outcomes
+
+
+def _render_configs(run: int) -> list[BenchmarkRecord]:
+    records = []
+    for config in RENDER_CONFIGS:
+        rng = random.Random(f"render-{config}-{run}")
+        vision = _answers(VISION_ACCURACY[config][run], rng)
+        text = _answers(TEXT_ACCURACY, rng)
+        samples = [
+            SampleRecord(
+                f"invoice/q{q}",
+                {"text_accuracy": text[q], "vision_accuracy": vision[q]},
+                None,
+                "1,250.00 dollars" if vision[q] else "1,520.00 dollars",
+                "1,250.00 dollars",
+            )
+            for q in range(QUESTIONS)
+        ]
+        metrics = {
+            "vision_accuracy": summarize_proportion(vision),
+            "text_accuracy": summarize_proportion(text),
+            "vision_tokens": summarize_mean([100.0] * QUESTIONS, "lower"),
+            "text_tokens": summarize_mean([float(180 + q % 7) for q in range(QUESTIONS)],
+                                          "lower"),
+        }
+        records.append(BenchmarkRecord("render_configs", "replay", config, metrics, samples,
+                                       {"config": config, "mode": "small"}))
+    return records
+
+
+def _quality(run: int) -> BenchmarkRecord:
+    rng = random.Random(f"quality-{run}")
+    vision = _answers(0.47 + 0.03 * (run % 2), rng)
+    text = _answers(0.63, rng)
+    metrics = {
+        "vision_accuracy": summarize_proportion(vision),
+        "text_accuracy": summarize_proportion(text),
+        "compression_ratio": summarize_mean([9.5 + 0.1 * k for k in range(5)]),
+    }
+    return BenchmarkRecord("quality", "tiny-deepseek-ocr-2", "mode=small", metrics, [],
+                           {"mode": "small"})

@@ -1,0 +1,366 @@
+"""The replay engine and recording: key lookup, the real DeepSeek-OCR recordings, round trips."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalsuite.engines import create_engine
+from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
+from evalsuite.engines.recording import RecordingEngine
+from evalsuite.engines.replay import ReplayEngine, recordings_paths
+from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
+from evalsuite.tokens import VisionTokens
+
+FIXTURES = Path(__file__).parent / "fixtures" / "engines"
+STUDY_SAMPLE = FIXTURES / "study_sample.jsonl"
+STUDY_FIELDS = [
+    "experiment", "document", "mode", "render_config", "condition", "question_id", "prompt",
+    "output", "vision_tokens", "output_tokens", "ground_truth_tokens", "latency_s",
+]  # fmt: skip
+
+
+def request(mode="small", prompt="<image>\nFree OCR.", image=None, sample_id="s", **key):
+    return InferenceRequest(image=image, prompt=prompt, mode=mode, sample_id=sample_id, key=key)
+
+
+def qa_prompt(question):
+    """A prompt template around the question, as a benchmark would build it."""
+    return f"<image>\nAnswer the question about the document.\nQuestion: {question}\nAnswer:"
+
+
+@pytest.fixture
+def study_sample():
+    return ReplayEngine(recordings=STUDY_SAMPLE)
+
+
+# --- lookup rules, on a fixture in the study's format ---------------------------------------------
+
+
+def test_compression_lines_match_any_prompt(study_sample):
+    result = study_sample.infer(request("tiny", experiment="compression", document="memo"))
+    assert result == InferenceResult(
+        text="MEMO\nTo: All staff", vision_tokens=64, output_tokens=7, latency_s=1.25
+    )
+    small = study_sample.infer(
+        request("small", "Convert.", experiment="compression", document="memo")
+    )
+    assert small.text == "MEMO\nTo: All staff\nFrom: HR" and small.vision_tokens == 100
+
+
+def test_context_qa_found_by_question_inside_the_prompt(study_sample):
+    key = {"experiment": "context_qa", "document": "memo", "question_id": 0}
+    prompt = qa_prompt("Who wrote the memo?")
+    vision = study_sample.infer(
+        request(prompt=prompt, render_config="font_serif", condition="vision", **key)
+    )
+    text = study_sample.infer(
+        request(prompt=prompt, render_config="font_serif", condition="text", **key)
+    )
+    default = study_sample.infer(
+        request(prompt=prompt, render_config=None, condition="vision", **key)
+    )
+    assert (vision.text, text.text, default.text) == ("HR", "The HR team", "Human Resources")
+    assert text.vision_tokens is None and vision.vision_tokens == 100
+
+
+def test_missing_key_names_key_and_file(study_sample):
+    with pytest.raises(MissingRecordingError) as caught:
+        study_sample.infer(request("large", experiment="compression", document="memo"))
+    message = str(caught.value)
+    assert "mode='large'" in message and "document='memo'" in message
+    assert str(STUDY_SAMPLE) in message
+
+
+def test_other_question_is_missing_and_lists_recorded_prompts(study_sample):
+    with pytest.raises(MissingRecordingError, match="Who wrote the memo"):
+        study_sample.infer(
+            request(
+                prompt=qa_prompt("When was it sent?"),
+                experiment="context_qa",
+                document="memo",
+                render_config="font_serif",
+                condition="vision",
+                question_id=0,
+            )
+        )
+
+
+def test_extra_key_field_does_not_match(study_sample):
+    with pytest.raises(MissingRecordingError):
+        study_sample.infer(request("tiny", experiment="compression", document="memo", page=2))
+
+
+def test_exact_prompt_beats_contained_and_unrecorded(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lines = [
+        {"document": "d", "mode": "small", "prompt": None, "output": "any"},
+        {"document": "d", "mode": "small", "prompt": "Q", "output": "short"},
+        {"document": "d", "mode": "small", "prompt": "long Q", "output": "long"},
+        {"document": "d", "mode": "small", "prompt": "exact prompt", "output": "exact"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    engine = ReplayEngine(recordings=path)
+    assert engine.infer(request(prompt="exact prompt", document="d")).text == "exact"
+    assert engine.infer(request(prompt="a long Q here", document="d")).text == "long"
+    assert engine.infer(request(prompt="Q?", document="d")).text == "short"
+    assert engine.infer(request(prompt="nothing", document="d")).text == "any"
+
+
+def test_later_lines_and_files_win(tmp_path):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    old = {"document": "d", "mode": "tiny", "prompt": "p", "output": "old"}
+    first.write_text(json.dumps(old) + "\n" + json.dumps({**old, "output": "new"}) + "\n")
+    assert ReplayEngine(recordings=first).infer(request("tiny", "p", document="d")).text == "new"
+    second.write_text(json.dumps({**old, "output": "newest"}) + "\n")
+    both = ReplayEngine(recordings=[first, second])
+    assert both.infer(request("tiny", "p", document="d")).text == "newest"
+    assert len(both) == 1
+
+
+# --- where the recordings come from ---------------------------------------------------------------
+
+
+def test_recordings_path_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv(
+        "EVALSUITE_RECORDINGS", f"{tmp_path / 'x.jsonl'}{os.pathsep}{tmp_path / 'y.jsonl'}"
+    )
+    monkeypatch.setenv("EVALSUITE_DATA", str(tmp_path / "data"))
+    assert recordings_paths("given.jsonl") == [Path("given.jsonl")]
+    assert recordings_paths(["a", "b"]) == [Path("a"), Path("b")]
+    assert recordings_paths() == [tmp_path / "x.jsonl", tmp_path / "y.jsonl"]
+    monkeypatch.delenv("EVALSUITE_RECORDINGS")
+    assert recordings_paths() == [
+        tmp_path / "data" / "deepseek_ocr_recordings" / "recordings.jsonl"
+    ]
+    monkeypatch.delenv("EVALSUITE_DATA")
+    with pytest.raises(EngineUnavailableError, match="EVALSUITE_RECORDINGS"):
+        recordings_paths()
+
+
+def test_absent_file_is_unavailable(tmp_path):
+    with pytest.raises(EngineUnavailableError, match=r"nope\.jsonl"):
+        ReplayEngine(recordings=tmp_path / "nope.jsonl")
+
+
+def test_registered_as_replay():
+    engine = create_engine("replay", recordings=str(STUDY_SAMPLE))
+    assert isinstance(engine, ReplayEngine) and engine.name == "replay" and len(engine) == 5
+
+
+# --- damaged files --------------------------------------------------------------------------------
+
+
+def test_truncated_last_line_warns_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    text = STUDY_SAMPLE.read_text(encoding="utf-8")
+    path.write_text(text + text.splitlines()[0][:60], encoding="utf-8")  # no final newline
+    with pytest.warns(RuntimeWarning, match=r"cut\.jsonl:6: incomplete last line"):
+        engine = ReplayEngine(recordings=path)
+    assert len(engine) == 5
+
+
+def test_broken_middle_line_is_an_error_with_its_number(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    lines = STUDY_SAMPLE.read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2][:40]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetFormatError, match=r"bad\.jsonl:3"):
+        ReplayEngine(recordings=path)
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ({"mode": "small"}, "output"),
+        ({"mode": "small", "output": 5}, "output"),
+        ({"output": "x"}, "mode"),
+        ({"mode": "small", "output": "x", "output_tokens": "7"}, "output_tokens"),
+        ({"mode": "small", "output": "x", "prompt": 3}, "prompt"),
+        ({"mode": "small", "output": "x", "document": ["a"]}, "document"),
+    ],
+)
+def test_malformed_records_name_the_field(tmp_path, line, field):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetFormatError, match=field):
+        ReplayEngine(recordings=path)
+
+
+# --- the real recordings of DeepSeek-OCR ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_recordings():
+    data = os.environ.get("EVALSUITE_DATA")
+    if not data:
+        pytest.skip("EVALSUITE_DATA is not set; the recorded DeepSeek-OCR outputs live there")
+    path = Path(data) / "deepseek_ocr_recordings" / "recordings.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+def test_real_recordings_every_line_is_served(real_recordings):
+    engine = ReplayEngine(recordings=real_recordings)
+    lines = [json.loads(line) for line in real_recordings.read_text(encoding="utf-8").splitlines()]
+    assert len(engine) == len(lines) == 732
+    for line in lines:
+        assert list(line) == STUDY_FIELDS
+        key = {
+            name: line[name]
+            for name in ("experiment", "document", "render_config", "condition", "question_id")
+        }
+        prompt = "<image>\nFree OCR." if line["prompt"] is None else qa_prompt(line["prompt"])
+        result = engine.infer(request(line["mode"], prompt, **key))
+        assert result.text == line["output"]
+        assert result.vision_tokens == line["vision_tokens"]
+        assert result.output_tokens == line["output_tokens"]
+        assert result.latency_s == (line["latency_s"] or 0.0)
+
+
+def test_real_recordings_known_values(real_recordings):
+    engine = ReplayEngine(recordings=real_recordings)
+    invoice = engine.infer(request("tiny", experiment="compression", document="invoice"))
+    assert invoice.text.startswith("INVOICE #INV-2024-0892")
+    assert (invoice.vision_tokens, invoice.output_tokens, invoice.latency_s) == (64, 192, 7.885)
+    answer = engine.infer(
+        request(
+            prompt=qa_prompt("What is John's employee ID?"),
+            experiment="context_qa",
+            document="employee_record",
+            render_config=None,
+            condition="text",
+            question_id=0,
+        )
+    )
+    assert answer.text == "EMP-2847" and answer.vision_tokens is None
+
+
+# --- recording and round trips --------------------------------------------------------------------
+
+
+class FakeEngine(EngineBase):
+    """Deterministic stand-in for a live engine: every field of a result is exercised."""
+
+    name = "fake"
+    kind = "vlm"
+
+    def _infer(self, request):
+        if request.key.get("document") == "broken":
+            raise RuntimeError("decoder ran out of memory")
+        vision = (
+            VisionTokens(nominal=356, valid=318, raw=543, tiles=2)
+            if request.mode == "gundam"
+            else 100
+        )
+        return InferenceResult(
+            text=f"{request.key['document']} «{request.prompt}» \u00e9\n\ttab",
+            vision_tokens=vision,
+            output_tokens=len(request.prompt),
+            latency_s=0.125 + len(request.prompt) / 3,
+            settings={"temperature": 0.0, "max_new_tokens": 8192, "no_repeat_ngram_size": 35},
+            boxes=[(1.5, 2.0, 30.25, 40.0)],
+        )
+
+
+def fake_requests():
+    return [
+        request("gundam", "Free OCR.", experiment="compression", document="a"),
+        request("small", "Question: x?", experiment="context_qa", document="a", question_id=3),
+        request("tiny", "Free OCR.", experiment="compression", document="broken"),
+    ]
+
+
+def test_record_then_replay_is_identical(tmp_path):
+    path = tmp_path / "rec" / "run.jsonl"
+    recorder = RecordingEngine(FakeEngine(), path)
+    live = [recorder.infer(req) for req in fake_requests()[:1]] + recorder.infer_batch(
+        fake_requests()[1:]
+    )
+    assert live[2].failed and "out of memory" in live[2].error
+    replayed = ReplayEngine(recordings=path).infer_batch(fake_requests())
+    assert replayed == live
+    assert isinstance(replayed[0].vision_tokens, VisionTokens)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [list(line)[:12] for line in lines] == [STUDY_FIELDS] * 3
+    assert lines[1]["question_id"] == 3 and lines[1]["sample_id"] == "s"
+
+
+def test_recording_appends_to_an_existing_recording(tmp_path):
+    path = tmp_path / "run.jsonl"
+    shutil.copy(STUDY_SAMPLE, path)
+    RecordingEngine(FakeEngine(), path).infer_batch(fake_requests())
+    engine = ReplayEngine(recordings=path)
+    assert len(engine) == 8
+    assert (
+        engine.infer(request("tiny", experiment="compression", document="memo")).text
+        == "MEMO\nTo: All staff"
+    )
+
+
+def test_recording_refuses_a_file_with_an_incomplete_last_line(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"mode": "tiny", "outp', encoding="utf-8")
+    with pytest.raises(ValueError, match="incomplete line"):
+        RecordingEngine(FakeEngine(), path)
+    assert path.read_text(encoding="utf-8") == '{"mode": "tiny", "outp'
+
+
+@pytest.mark.parametrize(
+    ("key", "error", "match"),
+    [
+        ({}, ValueError, "empty"),
+        ({"document": None}, ValueError, "empty"),
+        ({"document": "a", "output": "x"}, ValueError, "'output' is reserved"),
+        ({"document": ["a"]}, TypeError, "document"),
+    ],
+)
+def test_recording_rejects_keys_that_cannot_be_replayed(tmp_path, key, error, match):
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(error, match=match):
+        RecordingEngine(FakeEngine(), path).infer(request(**key))
+    assert not path.exists() or path.read_text() == ""
+
+
+def _record_many(path, worker):
+    recorder = RecordingEngine(FakeEngine(), path)
+    for index in range(20):
+        recorder.infer(request(prompt="p" * 500, experiment="x", document=f"{worker}-{index}"))
+
+
+def test_concurrent_recorders_never_interleave(tmp_path):
+    path = tmp_path / "shared.jsonl"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_record_many, args=(path, worker)) for worker in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    engine = ReplayEngine(recordings=path)
+    assert len(engine) == 60
+    assert engine.infer(request(prompt="p" * 500, experiment="x", document="2-19")).text.startswith(
+        "2-19"
+    )
+
+
+def test_tiny_model_recorded_then_replayed_is_identical(tmp_path):
+    from evalsuite.render import PRESETS, render_text
+
+    page = render_text("Invoice 42\nTotal: 17.50 EUR", PRESETS["font_mono"]).pages[0]
+    image = page.save(tmp_path / "page.png")
+    path = tmp_path / "tiny.jsonl"
+    requests = [
+        request(mode, "<image>\nFree OCR.", image=image, experiment="compression", document="p")
+        for mode in ("tiny", "gundam")
+    ]
+    live = RecordingEngine(create_engine("tiny-deepseek-ocr-2"), path).infer_batch(requests)
+    assert all(result.error is None and result.text for result in live)
+    assert all(isinstance(result.vision_tokens, int) for result in live)
+    assert ReplayEngine(recordings=path).infer_batch(requests) == live

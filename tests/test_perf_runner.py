@@ -1,0 +1,158 @@
+"""The perf framework's logic on toy cases with a fake clock (no real timing)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+import evalsuite.perf as perf
+from evalsuite.metrics.text import edit_distance
+from evalsuite.perf import PerfCase, PerfResult, collect_cases, run, run_case, time_runs
+from evalsuite.perf.text import PAGE_CHARS, baseline_edit_distance, ocr_noisy, synthetic_page
+
+
+class FakeClock:
+    """A clock that only moves when a toy callable says how long it 'took'."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def task(self, seconds: float, result=0):
+        def call():
+            self.now += seconds
+            return result
+
+        return call
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def test_time_runs_stops_at_the_run_cap(clock):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        clock.now += 0.5
+        return len(calls)
+
+    median, results = time_runs(fn, max_runs=3, budget_s=100.0, clock=clock)
+    assert median == 0.5
+    assert results == [1, 2, 3]
+
+
+def test_time_runs_stops_at_the_budget_but_runs_at_least_once(clock):
+    median, results = time_runs(clock.task(10.0), max_runs=5, budget_s=1.0, clock=clock)
+    assert (median, len(results)) == (10.0, 1)
+    median, results = time_runs(clock.task(0.4), max_runs=50, budget_s=1.0, clock=clock)
+    assert len(results) == 3  # 0.4, 0.8, then 1.2 >= budget
+
+
+def test_time_runs_reports_the_median(clock):
+    durations = iter([5.0, 1.0, 2.0])
+
+    def fn():
+        clock.now += next(durations)
+
+    median, _ = time_runs(fn, max_runs=3, budget_s=100.0, clock=clock)
+    assert median == 2.0
+
+
+def test_run_case_ratio_and_verdict(clock):
+    case = PerfCase("toy", clock.task(2.0, result=7), clock.task(0.01, result=7), 100)
+    result = run_case(case, clock=clock)
+    assert result.ratio == pytest.approx(200.0)
+    assert result.identical and result.passed
+
+
+def test_run_case_fails_when_too_slow(clock):
+    result = run_case(PerfCase("slow", clock.task(1.0), clock.task(0.1), 100), clock=clock)
+    assert result.ratio == pytest.approx(10.0)
+    assert result.identical and not result.passed
+
+
+def test_run_case_fails_when_results_differ(clock):
+    case = PerfCase("wrong", clock.task(1.0, result=1), clock.task(1e-6, result=2), 2)
+    result = run_case(case, clock=clock)
+    assert not result.identical and not result.passed
+
+
+def test_run_case_uses_the_case_comparison(clock):
+    case = PerfCase(
+        "close", clock.task(1.0, 1.0), clock.task(1e-3, 1.0 + 1e-15), 2,
+        same=lambda a, b: abs(a - b) < 1e-9,
+    )
+    assert run_case(case, clock=clock).passed
+
+
+def test_zero_fast_time_gives_infinite_ratio():
+    assert PerfResult("instant", 1.0, 0.0, 100, True).ratio == float("inf")
+
+
+def test_run_prints_table_and_exit_code(clock):
+    good = PerfCase("good case", clock.task(1.0), clock.task(0.001), 100)
+    bad = PerfCase("bad case", clock.task(1.0, 1), clock.task(0.001, 2), 100)
+    out = io.StringIO()
+    assert run([good], ["evalsuite.perf.missing"], out=out, clock=clock) == 0
+    text = out.getvalue()
+    assert "CPUs" in text.splitlines()[0]
+    assert "good case" in text and "1,000x" in text and ">=100x" in text and "ok" in text
+    assert "evalsuite.perf.missing: not available" in text
+    assert "1/1 cases passed" in text
+
+    out = io.StringIO()
+    assert run([good, bad], [], out=out, clock=clock) == 1
+    assert "FAIL (results differ)" in out.getvalue()
+    assert "1/2 cases passed" in out.getvalue()
+
+
+def test_collect_cases_skips_only_absent_modules(tmp_path, monkeypatch):
+    (tmp_path / "perf_toy_cases.py").write_text(
+        "from evalsuite.perf import PerfCase\n"
+        "CASES = [PerfCase('toy', lambda: 1, lambda: 1, 1)]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "perf_toy_broken.py").write_text("import a_module_that_does_not_exist\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cases, unavailable = collect_cases(["perf_toy_cases", "perf_toy_absent"])
+    assert [case.name for case in cases] == ["toy"]
+    assert unavailable == ["perf_toy_absent"]
+    with pytest.raises(ModuleNotFoundError, match="a_module_that_does_not_exist"):
+        collect_cases(["perf_toy_broken"])
+    for name in ("perf_toy_cases", "perf_toy_broken"):
+        sys.modules.pop(name, None)
+
+
+def test_main_collects_the_three_case_modules():
+    from evalsuite.perf.__main__ import CASE_MODULES
+
+    assert CASE_MODULES == ("evalsuite.perf.text", "evalsuite.perf.boxes", "evalsuite.perf.tables")
+
+
+def test_machine_description_names_cpu_count():
+    assert "CPUs" in perf.machine_description()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(2.314, "2.31 s"), (0.0042, "4.20 ms"), (0.000812, "812 µs")]
+)
+def test_format_seconds(seconds, expected):
+    assert perf.format_seconds(seconds) == expected
+
+
+def test_text_case_inputs_and_baseline_agree_with_library():
+    page = synthetic_page(seed=1)
+    assert len(page) == PAGE_CHARS
+    assert len(ocr_noisy(page, seed=2)) == PAGE_CHARS
+    assert ocr_noisy(page, seed=2) != page
+    short_a, short_b = synthetic_page(3, 60), ocr_noisy(synthetic_page(3, 60), 4, rate=0.3)
+    assert baseline_edit_distance(short_a, short_b) == edit_distance(short_a, short_b)
+    assert baseline_edit_distance("kitten", "sitting") == 3
+    assert baseline_edit_distance("", "abc") == 3

@@ -1,0 +1,146 @@
+"""``evalsuite compare``: folders of OCR outputs ranked against gt.txt, in text, CSV and HTML."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalsuite.metrics import edit_precision, word_metrics
+from evalsuite.reports import compare
+from evalsuite.reports.compare import WordOptions, find_documents, rank_models
+
+FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+COMPARE = FIXTURES / "compare"
+
+
+def run_compare(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    compare.add_arguments(parser)
+    return compare.run(parser.parse_args(list(argv)))
+
+
+def fixture_documents() -> list[compare.Document]:
+    with pytest.warns(UserWarning, match="counted as model"):
+        return find_documents(COMPARE)
+
+
+def per_document(options: WordOptions = WordOptions()) -> dict[str, dict[str, dict[str, float]]]:
+    results = rank_models(fixture_documents(), options)
+    return {result.model: result.per_document for result in results}
+
+
+def test_word_scores_match_hand_counts() -> None:
+    """doc_a: beta reads "quikc" and repeats "dog" (7 of 9 words match each way); doc_b: alpha
+    joins "1,250.00" into "1250" and "00" (7 of its 8 words are among the 9 of the gt)."""
+    scores = per_document()
+    assert scores["alpha"]["doc_a"]["f1"] == 1.0
+    assert scores["beta.1"]["doc_a"]["precision"] == pytest.approx(7 / 9)
+    assert scores["beta.1"]["doc_a"]["recall"] == pytest.approx(7 / 9)
+    assert scores["alpha"]["doc_b"]["precision"] == pytest.approx(7 / 8)
+    assert scores["alpha"]["doc_b"]["recall"] == pytest.approx(7 / 9)
+    assert scores["alpha"]["doc_b"]["f1"] == pytest.approx(14 / 17)
+    assert scores["beta.1"]["doc_b"]["f1"] == 1.0
+
+
+def test_word_options_change_what_counts_as_the_same_word() -> None:
+    case = per_document(WordOptions(case_sensitive=True))
+    assert case["beta.1"]["doc_a"]["precision"] == pytest.approx(6 / 9)  # "The" != "the"
+    kept = per_document(WordOptions(ignore_punctuation=False))
+    # gt words: invoice, inv-2024-001, total:, 1,250.00, dollars. -- only "invoice" survives
+    assert kept["alpha"]["doc_b"]["precision"] == pytest.approx(1 / 7)
+    assert kept["alpha"]["doc_b"]["recall"] == pytest.approx(1 / 5)
+
+
+def test_models_are_ranked_by_mean_f1_over_documents() -> None:
+    results = rank_models(fixture_documents(), WordOptions())
+    assert [r.model for r in results] == ["alpha", "beta.1"]
+    assert results[0].mean["f1"] == pytest.approx((1 + 14 / 17) / 2)
+    assert results[1].mean["f1"] == pytest.approx((7 / 9 + 1) / 2)
+
+
+def test_spellings_of_one_model_are_unified_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="beta_1_out.txt counted as model beta.1"):
+        documents = find_documents(COMPARE)
+    assert [d.name for d in documents] == ["doc_a", "doc_b"]  # notes/ has no gt.txt
+    assert all(set(d.outputs) == {"alpha", "beta.1"} for d in documents)
+
+
+def test_terminal_output_matches_the_golden_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(FIXTURES)
+    assert run_compare("compare") == 0
+    captured = capsys.readouterr()
+    assert captured.out == (FIXTURES / "compare_expected.txt").read_text("utf-8")
+    assert "beta_1_out.txt counted as model beta.1" in captured.err
+
+
+def test_csv_and_html_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv_path, html_path = tmp_path / "out" / "ranking.csv", tmp_path / "ranking.html"
+    assert run_compare(str(COMPARE), "--csv", str(csv_path), "--html", str(html_path)) == 0
+    out = capsys.readouterr().out
+    assert f"csv: {csv_path}" in out and f"html: {html_path}" in out
+
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text("utf-8"))))
+    assert [(r["rank"], r["model"], r["documents"]) for r in rows] == [
+        ("1", "alpha", "2"), ("2", "beta.1", "2")
+    ]
+    assert float(rows[0]["f1"]) == pytest.approx((1 + 14 / 17) / 2, abs=1e-15)
+    assert {"crr", "edit_precision", "order_wer", "order_bigram_overlap"} <= set(rows[0])
+
+    html = html_path.read_text("utf-8")
+    assert html.count('<table class="sortable"') == 3  # ranking + one per document
+    assert 'class="medal gold"' in html and 'class="medal silver"' in html
+    assert 'id="compare-drill-data"' in html
+    assert "https://" not in html and "<link" not in html  # self-contained
+
+
+def test_a_single_document_folder_is_one_document(tmp_path: Path) -> None:
+    shutil.copytree(COMPARE / "doc_a", tmp_path / "doc")
+    [document] = find_documents(tmp_path / "doc")
+    assert document.name == "doc" and set(document.outputs) == {"alpha", "beta.1"}
+
+
+def test_unusable_folders_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_compare(str(tmp_path)) == 2
+    assert "no gt.txt" in capsys.readouterr().err
+    (tmp_path / "gt.txt").write_text("text")
+    assert run_compare(str(tmp_path)) == 2
+    assert "_out.txt" in capsys.readouterr().err
+    (tmp_path / "bad_out.txt").write_bytes(b"\xff\xfe\x00broken")
+    with pytest.raises(ValueError, match="bad_out.txt is not UTF-8"):
+        find_documents(tmp_path)
+
+
+def test_real_outputs_of_four_models_on_three_photos() -> None:
+    """The OCR Metrics Evaluator's examples: one qwen2.5 file is spelled qwen2.5, the others
+    qwen2_5; all four models cover all three documents."""
+    data = os.environ.get("EVALSUITE_DATA")
+    folder = Path(data) / "ocrmetrics_examples" if data else None
+    if folder is None or not folder.is_dir():
+        pytest.skip("EVALSUITE_DATA/ocrmetrics_examples is absent (set EVALSUITE_DATA)")
+    with pytest.warns(UserWarning, match="qwen2.5_out.txt counted as model qwen2_5"):
+        documents = find_documents(folder)
+    results = rank_models(documents, WordOptions())
+    assert sorted(r.model for r in results) == ["deepseek", "parseq", "qwen2_5", "qwen3"]
+    assert all(len(r.per_document) == 3 for r in results)
+    f1s = [r.mean["f1"] for r in results]
+    assert f1s == sorted(f1s, reverse=True)
+
+    for result in results:  # the means are plain averages of the per-file metrics
+        names = {"qwen2_5": ("qwen2_5", "qwen2.5")}.get(result.model, (result.model,))
+        f1, ep = [], []
+        for doc in sorted(p for p in folder.iterdir() if p.is_dir()):
+            [path] = [doc / f"{n}_out.txt" for n in names if (doc / f"{n}_out.txt").exists()]
+            prediction, truth = path.read_text("utf-8"), (doc / "gt.txt").read_text("utf-8")
+            f1.append(word_metrics(prediction, truth)["f1"])
+            ep.append(edit_precision(prediction, truth))
+        assert result.mean["f1"] == pytest.approx(math.fsum(f1) / 3, abs=1e-12)
+        assert result.mean["edit_precision"] == pytest.approx(math.fsum(ep) / 3, abs=1e-12)

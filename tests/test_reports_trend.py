@@ -1,0 +1,135 @@
+"""``evalsuite trend``: golden-file tests of the terminal output, the CI exit code, the statistics."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from scipy import stats as scipy_stats
+
+from evalsuite.reports import trend
+from evalsuite.reports.history import append_history
+from evalsuite.reports.model import BenchmarkRecord, MetricSummary
+from evalsuite.reports.results import RunMetadata
+from evalsuite.stats import summarize_proportion
+
+FIXTURES = Path(__file__).parent / "fixtures" / "reports"
+
+
+def run_trend(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    trend.add_arguments(parser)
+    return trend.run(parser.parse_args(list(argv)))
+
+
+@pytest.fixture()
+def in_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from the fixture folder so that printed paths are the same on every machine."""
+    monkeypatch.chdir(FIXTURES)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected_file", "expected_code"),
+    [
+        (
+            ["--benchmark", "fox", "--metric", "edit_precision", "--last", "4",
+             "--golden-dir", "absent", "--fail-on-regression"],
+            "trend_fox_edit_precision.txt",
+            1,
+        ),
+        (
+            ["--benchmark", "render_configs", "--metric", "vision_accuracy", "--last", "3",
+             "--golden-dir", "golden", "--fail-on-regression"],
+            "trend_render_configs_vision_accuracy.txt",
+            0,
+        ),
+    ],
+)
+def test_terminal_output_matches_the_golden_file(
+    in_fixtures: None,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    expected_file: str,
+    expected_code: int,
+) -> None:
+    code = run_trend("--history", "history.jsonl", *argv)
+    assert capsys.readouterr().out == (FIXTURES / expected_file).read_text("utf-8")
+    assert code == expected_code
+
+
+def test_the_golden_files_flag_what_the_fixture_history_was_built_to_show() -> None:
+    """The snapshots themselves: the newest tiny-mode run regressed; low contrast improved."""
+    fox = (FIXTURES / "trend_fox_edit_precision.txt").read_text("utf-8").splitlines()
+    flagged = [line for line in fox if "REGRESSED" in line]
+    assert any("20251106T020000Z-000005" in line for line in flagged)
+    assert "fox tiny-deepseek-ocr-2 mode=tiny edit_precision" in fox[-2]
+    render = (FIXTURES / "trend_render_configs_vision_accuracy.txt").read_text("utf-8")
+    [improved] = [line for line in render.splitlines() if "improved" in line]
+    assert "0.4333" not in improved and "0.9000" in improved and "+0.4667" in improved
+
+
+def test_without_the_flag_a_regression_still_exits_zero(
+    in_fixtures: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_trend("--history", "history.jsonl", "--golden-dir", "absent") == 0
+    out = capsys.readouterr().out
+    assert "1 regression(s)" in out
+    for benchmark in ("fox", "render_configs", "quality"):
+        assert f"\n{benchmark} · " in out
+
+
+def test_a_golden_tolerance_decides_instead_of_the_interval(
+    in_fixtures: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """golden/fox.json gives tiny mode edit_precision a tolerance of 0.25: the drop of 0.19
+    passes the gate, so it is no regression for the trend view either."""
+    code = run_trend("--history", "history.jsonl", "--benchmark", "fox", "--metric",
+                     "edit_precision", "--golden-dir", "golden", "--fail-on-regression")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "REGRESSED p=" not in out and "no regression" in out
+
+
+def test_proportion_regressions_use_the_one_sided_exact_binomial_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = tmp_path / "history.jsonl"
+    for day, correct in ((1, 27), (2, 26), (3, 18)):
+        summary = summarize_proportion([True] * correct + [False] * (30 - correct))
+        record = BenchmarkRecord("quality", "replay", "mode=small", {"accuracy": summary})
+        meta = RunMetadata(run_id=f"run{day}", created_utc=f"2025-11-0{day}T00:00:00Z")
+        append_history(history, meta, [record])
+
+    code = run_trend("--history", str(history), "--golden-dir", str(tmp_path),
+                     "--fail-on-regression")
+    out = capsys.readouterr().out
+    assert code == 1
+    p_value = scipy_stats.binom.cdf(18, 30, 26 / 30)  # P(X <= 18 | n=30, p0=26/30)
+    [flagged] = [line for line in out.splitlines() if "REGRESSED" in line]
+    assert flagged.split()[0] == "run3"
+    assert flagged.endswith(f"▼ REGRESSED p={p_value:.2g}")
+    assert scipy_stats.binom.cdf(26, 30, 27 / 30) > 0.05  # why run2 is not flagged
+
+
+def test_a_mean_within_half_the_previous_interval_is_noise(tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    previous = MetricSummary(0.90, 10, 0.86, 0.94, "mean", "higher")  # half-width 0.04
+    for day, summary in ((1, previous), (2, MetricSummary(0.87, 10, 0.83, 0.91))):
+        meta = RunMetadata(run_id=f"run{day}", created_utc=f"2025-11-0{day}T00:00:00Z")
+        append_history(history, meta, [BenchmarkRecord("fox", "e", "p", {"ep": summary})])
+    common = ["--history", str(history), "--golden-dir", str(tmp_path), "--fail-on-regression"]
+    assert run_trend(*common) == 0
+    assert run_trend(*common, "--tolerance", "0.01") == 1
+
+
+def test_usage_errors_exit_two_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_trend("--history", str(tmp_path / "none.jsonl")) == 2
+    assert "none.jsonl" in capsys.readouterr().err
+    history = FIXTURES / "history.jsonl"
+    assert run_trend("--history", str(history), "--metric", "no_such_metric") == 2
+    assert "no_such_metric" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run_trend("--history", str(history), "--last", "0")

@@ -1,0 +1,302 @@
+"""``evalsuite eval`` run as a user runs it: in a subprocess, on rendered pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from evalsuite.metrics import edit_distance, edit_precision
+from evalsuite.render import PRESETS, render_text
+from evalsuite.single_image import InputError, parse_key
+
+FIXTURES = Path(__file__).parent / "fixtures" / "engines"
+PAGE_TEXT = (FIXTURES / "page.txt").read_text(encoding="utf-8")
+ERROR_PREFIX = "evalsuite eval: error: "
+
+
+def evalsuite_eval(*args, env_extra=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "evalsuite", "eval", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+
+
+def as_json(completed):
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
+
+
+def assert_one_line_error(completed, *fragments):
+    assert completed.returncode == 2, (completed.stdout, completed.stderr)
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith(ERROR_PREFIX) and "Traceback" not in completed.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """The fixture text rendered at 20 pt mono (1024 x 1024), with its ground truth."""
+    folder = tmp_path_factory.mktemp("page")
+    image = render_text(PAGE_TEXT, PRESETS["font_mono"]).pages[0].save(folder / "memo.png")
+    truth = folder / "memo.txt"
+    truth.write_text(PAGE_TEXT, encoding="utf-8")
+    return image, truth
+
+
+# --- dry run --------------------------------------------------------------------------------------
+
+
+def test_dry_run_json_small(page):
+    image, truth = page
+    report = as_json(
+        evalsuite_eval("--image", image, "--ground-truth", truth, "--dry-run", "--json")
+    )
+    assert report["image"] == {"path": str(image), "width": 1024, "height": 1024}
+    assert report["mode"] == {
+        "name": "small",
+        "base_size": 640,
+        "image_size": 640,
+        "crop_mode": False,
+    }
+    # small: 640 px, q = ceil((640 // 16) / 4) = 10 per side: 10 * 11 + 1 = 111 raw ids.
+    assert report["vision_tokens"] == {"nominal": 100, "valid": 100, "raw": 111, "tiles": 0}
+    assert report["tile_grid"] is None
+    assert report["ground_truth"]["chars"] == len(PAGE_TEXT)
+    tokens = report["ground_truth"]["tokens"]
+    assert report["ground_truth"]["compression_ratio"] == tokens / 100
+
+
+def test_dry_run_base_mode_counts_the_padded_share(tmp_path):
+    image = tmp_path / "wide.png"
+    Image.new("RGB", (1000, 800), "white").save(image)
+    report = as_json(evalsuite_eval("--image", image, "--mode", "base", "--dry-run", "--json"))
+    # r = 1 - (1000 - 800) / 1000 = 0.8: int(256 * 0.8) = 204 valid; raw 16 * 17 + 1 = 273.
+    assert report["vision_tokens"] == {"nominal": 256, "valid": 204, "raw": 273, "tiles": 0}
+
+
+def test_dry_run_gundam_tiles(page):
+    image, _ = page
+    report = as_json(evalsuite_eval("--image", image, "--mode", "gundam", "--dry-run", "--json"))
+    # 1024 x 1024 > 640: the square 2 x 2 grid; 256 + 4 * 100 nominal;
+    # raw 16 * 17 + 1 = 273 global plus (10 * 2 + 1) * (10 * 2) = 420 for the tiles.
+    assert report["tile_grid"] == [2, 2]
+    assert report["vision_tokens"] == {"nominal": 656, "valid": 656, "raw": 693, "tiles": 4}
+
+
+def test_dry_run_table_is_aligned(page):
+    image, truth = page
+    completed = evalsuite_eval("--image", image, "--ground-truth", truth, "--dry-run")
+    assert completed.returncode == 0, completed.stderr
+    rows = completed.stdout.strip().splitlines()
+    labels = ["image", "mode", "tiles", "vision tokens", "ground truth", "gt compression"]
+    assert [row.split("  ")[0] for row in rows] == labels
+    value_columns = {
+        len(row) - len(row[len(label) :].lstrip()) for row, label in zip(rows, labels, strict=True)
+    }
+    assert len(value_columns) == 1
+    assert "nominal 100 · valid 100 · raw 111" in completed.stdout
+
+
+# --- engines --------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="the tesseract binary is not on PATH")
+def test_tesseract_scores_the_page(page):
+    image, truth = page
+    report = as_json(
+        evalsuite_eval("--image", image, "--ground-truth", truth, "--engine", "tesseract", "--json")
+    )
+    assert report["engine"] == "tesseract" and report["error"] is None
+    assert report["vision_tokens"] is None and report["compression_ratio"] is None
+    assert report["output_tokens_method"].startswith("approx")
+    metrics = report["metrics"]
+    assert metrics["edit_precision"] >= 0.9
+    assert metrics["edit_distance"] == edit_distance(report["output"], PAGE_TEXT)
+    assert metrics["edit_precision"] == edit_precision(report["output"], PAGE_TEXT)
+    assert 0.0 <= metrics["word_f1"] <= 1.0
+
+
+def test_tiny_model_then_replay_of_its_recording(page, tmp_path):
+    image, truth = page
+    recording = tmp_path / "tiny.jsonl"
+    live = as_json(
+        evalsuite_eval(
+            "--image",
+            image,
+            "--ground-truth",
+            truth,
+            "--engine",
+            "tiny-deepseek-ocr-2",
+            "--record",
+            recording,
+            "--json",
+        )
+    )
+    assert live["error"] is None and live["recorded_to"] == str(recording)
+    valid = live["vision_tokens"]["valid"]
+    assert valid > 0
+    assert live["compression_ratio"] == live["output_tokens"] / valid
+    assert set(live["metrics"]) >= {"edit_distance", "normalized_edit_distance", "edit_precision"}
+
+    replayed = as_json(
+        evalsuite_eval(
+            "--image",
+            image,
+            "--ground-truth",
+            truth,
+            "--engine",
+            "replay",
+            "--recordings",
+            recording,
+            "--json",
+        )
+    )
+    for field in ("output", "vision_tokens", "output_tokens", "compression_ratio", "metrics"):
+        assert replayed[field] == live[field], field
+    assert replayed["latency_s"] == live["latency_s"]
+
+
+def test_replay_of_the_recorded_study(tmp_path):
+    data = os.environ.get("EVALSUITE_DATA")
+    if not data or not (Path(data) / "deepseek_ocr_recordings" / "recordings.jsonl").is_file():
+        pytest.skip("EVALSUITE_DATA with deepseek_ocr_recordings/ is not set")
+    truth_text = (Path(data) / "render_docs" / "invoice.txt").read_text(encoding="utf-8")
+    image = render_text(truth_text, PRESETS["size_medium"]).pages[0].save(tmp_path / "invoice.png")
+    report = as_json(
+        evalsuite_eval(
+            "--image",
+            image,
+            "--ground-truth",
+            Path(data) / "render_docs" / "invoice.txt",
+            "--engine",
+            "replay",
+            "--mode",
+            "tiny",
+            "--json",
+            env_extra={"EVALSUITE_RECORDINGS": ""},
+        )
+    )
+    # The recorded line: 64 vision tokens, 192 output tokens, 7.885 s.
+    assert report["output"].startswith("INVOICE #INV-2024-0892\nDate: November 15, 2024")
+    assert report["vision_tokens"] == {"valid": 64}
+    assert report["output_tokens"] == 192 and report["output_tokens_method"] == "engine tokenizer"
+    assert report["compression_ratio"] == 3.0 and report["latency_s"] == 7.885
+    assert report["metrics"]["edit_precision"] > 0.9
+
+
+def test_replay_key_names_the_recorded_page(page, tmp_path):
+    image, _ = page
+    recording = tmp_path / "r.jsonl"
+    line = {"experiment": "compression", "document": "invoice", "mode": "base", "prompt": None}
+    recording.write_text(json.dumps({**line, "output": "recorded text"}) + "\n", encoding="utf-8")
+    missing = evalsuite_eval(
+        "--image", image, "--engine", "replay", "--recordings", recording, "--mode", "base"
+    )
+    assert_one_line_error(missing, "no recording for key", "document='memo'", str(recording))
+    found = evalsuite_eval(
+        "--image",
+        image,
+        "--engine",
+        "replay",
+        "--recordings",
+        recording,
+        "--mode",
+        "base",
+        "--replay-key",
+        "document=invoice",
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.rstrip().endswith("--- output ---\nrecorded text")
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bad_inputs(page, tmp_path):
+    image, truth = page
+    text_as_png = tmp_path / "notes.png"
+    text_as_png.write_text("this is not an image", encoding="utf-8")
+    truncated = tmp_path / "cut.png"
+    truncated.write_bytes(image.read_bytes()[: image.stat().st_size // 2])
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("caf\xe9".encode("latin-1"))
+    return {
+        "image": image,
+        "truth": truth,
+        "text_as_png": text_as_png,
+        "truncated": truncated,
+        "latin1": latin1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--image", "{tmp}/absent.png", "--dry-run"], ["absent.png", "does not exist"]),
+        (["--image", "{text_as_png}", "--dry-run"], ["cannot read image", "notes.png"]),
+        (["--image", "{truncated}", "--engine", "tesseract"], ["cannot read image", "cut.png"]),
+        (["--image", "{image}", "--ground-truth", "{latin1}", "--dry-run"], ["not UTF-8"]),
+        (
+            ["--image", "{image}", "--ground-truth", "{tmp}/none.txt", "--engine", "tesseract"],
+            ["none.txt"],
+        ),
+        (["--image", "{image}", "--mode", "huge", "--dry-run"], ["unknown mode 'huge'", "gundam"]),
+        (
+            ["--image", "{image}", "--engine", "nonesuch"],
+            ["unknown engine 'nonesuch'", "tesseract"],
+        ),
+        (["--image", "{image}", "--engine", "tesseract", "--replay-key", "oops"], ["FIELD=VALUE"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(bad_inputs, tmp_path, args, fragments):
+    paths = {name: str(path) for name, path in bad_inputs.items()}
+    completed = evalsuite_eval(*(arg.format(tmp=tmp_path, **paths) for arg in args))
+    assert_one_line_error(completed, *fragments)
+
+
+def test_unavailable_engine_is_exit_2(page):
+    image, _ = page
+    completed = evalsuite_eval(
+        "--image", image, "--engine", "deepseek-ocr", "--model-path", "/nonexistent/checkpoint"
+    )
+    assert_one_line_error(completed, "/nonexistent/checkpoint")
+
+
+# --- in-process pieces ----------------------------------------------------------------------------
+
+
+def test_parse_key():
+    assert parse_key("") == {}
+    assert parse_key("document=invoice, question_id=3,render_config=null,condition=") == {
+        "document": "invoice",
+        "question_id": 3,
+        "render_config": None,
+        "condition": None,
+    }
+    assert parse_key("note=a b") == {"note": "a b"}
+    for bad in ("document", "=x", "1a=2", "a-b=1"):
+        with pytest.raises(InputError, match="FIELD=VALUE"):
+            parse_key(bad)
+
+
+def test_module_import_does_not_load_torch():
+    code = "import sys, evalsuite.single_image; print('torch' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert completed.stdout.strip() == "False"
