@@ -15,7 +15,6 @@ import pytest
 from evalsuite.suite import (
     GPU_ENGINES,
     REPO_ROOT,
-    VLM_HINT,
     Bench,
     Suite,
     SuiteOptions,
@@ -128,8 +127,8 @@ def bench(suite: Suite, request: pytest.FixtureRequest, engine_name: str, mode: 
 
     spec = request.module.BENCHMARK
     current = Bench(suite, spec, engine_name, mode, request.node.nodeid)
-    if spec.needs_vlm and current.is_ocr_only:
-        pytest.skip(f"{engine_name} is OCR-only; {spec.title} needs a VLM engine ({VLM_HINT})")
+    if spec.needs_vlm:
+        current.require_vlm()
     try:
         current.engine  # noqa: B018 - create (or re-raise the remembered failure) now
     except EngineUnavailableError as exc:

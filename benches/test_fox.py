@@ -106,7 +106,7 @@ def test_fox_study_documents(bench, suite, mode):
     study = load_render_study(directory)
     samples = []
     for name, text in bench.limit(sorted(study.documents.items())):
-        page = render_text(text, PRESETS["color_default"]).pages[0]
+        page = render_text(text, PRESETS["color_default"], single_page=True).pages[0]
         key = {"experiment": "compression", "document": name}
         samples.append(
             Sample(

@@ -57,7 +57,7 @@ def study(suite) -> RenderStudy:
 
 def page_image(text: str, config_name: str) -> Image.Image:
     config = PRESETS["color_default" if config_name == "default" else config_name]
-    return render_text(text, config).pages[0].image
+    return render_text(text, config, single_page=True).pages[0].image
 
 
 @pytest.mark.parametrize("config_name", list(PRESETS))
@@ -94,6 +94,7 @@ def test_render_ocr(bench, suite, mode, config_name):
 @pytest.mark.parametrize("condition", ["text", "vision"])
 @pytest.mark.parametrize("config_name", QA_CONFIGS)
 def test_render_context_qa(bench, suite, mode, config_name, condition):
+    bench.require_vlm()
     current = study(suite)
     if not current.questions:
         pytest.skip("the study data has no questions.json")

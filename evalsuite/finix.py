@@ -129,6 +129,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
     )
     try:
+        os.fchmod(descriptor, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from others
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -137,6 +138,12 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def main(argv: Sequence[str] | None = None) -> int:

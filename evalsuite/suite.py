@@ -36,6 +36,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 GOLDEN_DIR = REPO_ROOT / "golden"
 GPU_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
+# Engines whose outputs are bit-for-bit reproducible: their goldens are set with tolerance 0,
+# so any change of a mean score fails the gate (they pin the code path, not model quality).
+EXACT_ENGINES = ("tiny-deepseek-ocr-2", "replay")
 VLM_HINT = "deepseek-ocr, deepseek-ocr-2, tiny-deepseek-ocr-2 or replay"
 OCR_MODE = "native"  # the single "mode" of an OCR-only engine, which has no vision tokens
 
@@ -211,6 +214,14 @@ class Bench:
     def is_ocr_only(self) -> bool:
         return engine_kind(self.engine_name) == "ocr"
 
+    def require_vlm(self) -> None:
+        """Skip when the engine only does OCR: the test asks questions about a page."""
+        if self.is_ocr_only:
+            pytest.skip(
+                f"{self.engine_name} is OCR-only; {self.spec.title} QA needs a VLM engine "
+                f"({VLM_HINT})"
+            )
+
     def require_recordings(self, samples: Sequence[Sample]) -> None:
         """Under the replay engine, skip when the first sample has no recording (with its key)."""
         from evalsuite.engines.replay import ReplayEngine
@@ -277,7 +288,10 @@ class Bench:
             self.suite.golden.update(
                 record.benchmark,
                 [(record.engine, record.parameter, s.name, record.metrics[s.name]) for s in specs],
-                tolerance={s.name: s.tolerance for s in specs},
+                tolerance={
+                    s.name: 0.0 if self.engine_name in EXACT_ENGINES else s.tolerance
+                    for s in specs
+                },
                 commit=(commit or "unknown") + ("-dirty" if dirty else ""),
             )
             return

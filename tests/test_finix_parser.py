@@ -78,6 +78,16 @@ def test_html_table_split_by_blank_lines_is_rejoined() -> None:
     assert [blocks[0].content, blocks[2].content] == ["Before.", "After."]
 
 
+def test_rejoined_table_lines_are_not_parsed_twice() -> None:
+    markdown = (
+        "<table><tr><td>a</td></tr>\n\nstray</td></tr>\n\n<tr><td>b</td></tr></table>\n\nEnd."
+    )
+    blocks = parse_blocks(markdown)
+    assert [block.kind for block in blocks] == ["table", "text"]
+    assert blocks[0].rows[0] == (("a", 1, 1),) and blocks[0].rows[-1] == (("b", 1, 1),)
+    assert blocks[1].content == "End."
+
+
 def test_deepseek_ocr_page_with_grounding_markup_and_one_line_table() -> None:
     markdown = (
         "<|ref|>title<|/ref|><|det|>[[10, 20, 300, 40]]<|/det|>\n# Results\n\n"

@@ -95,7 +95,7 @@ def table_pairs(draw: st.DrawFn) -> tuple[str, str]:
     return render((sectioned, rows)), render(gt)
 
 
-_SETTINGS = settings(max_examples=120, deadline=None)
+_SETTINGS = settings(max_examples=80, deadline=None)
 
 
 @_SETTINGS

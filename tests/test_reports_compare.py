@@ -31,8 +31,8 @@ def fixture_documents() -> list[compare.Document]:
         return find_documents(COMPARE)
 
 
-def per_document(options: WordOptions = WordOptions()) -> dict[str, dict[str, dict[str, float]]]:
-    results = rank_models(fixture_documents(), options)
+def per_document(options: WordOptions | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    results = rank_models(fixture_documents(), options or WordOptions())
     return {result.model: result.per_document for result in results}
 
 
@@ -115,7 +115,7 @@ def test_unusable_folders_are_reported(tmp_path: Path, capsys: pytest.CaptureFix
     assert run_compare(str(tmp_path)) == 2
     assert "_out.txt" in capsys.readouterr().err
     (tmp_path / "bad_out.txt").write_bytes(b"\xff\xfe\x00broken")
-    with pytest.raises(ValueError, match="bad_out.txt is not UTF-8"):
+    with pytest.raises(ValueError, match=r"bad_out\.txt is not UTF-8"):
         find_documents(tmp_path)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock, Timeout
+from reports_builder import build_runs
+from test_reports_results import schema_validator
 
 from evalsuite.reports.history import (
     HistoryWarning,
@@ -17,8 +19,6 @@ from evalsuite.reports.history import (
 )
 from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.reports.results import RunMetadata
-from reports_builder import build_runs
-from test_reports_results import schema_validator
 
 WRITERS = 4
 APPENDS_PER_WRITER = 15
@@ -128,7 +128,7 @@ def test_a_corrupt_line_in_the_middle_is_skipped_with_a_warning(
 
 
 def test_a_missing_history_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="nothing-here.jsonl"):
+    with pytest.raises(FileNotFoundError, match=r"nothing-here\.jsonl"):
         read_history(tmp_path / "nothing-here.jsonl")
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from referencing import Registry, Resource
+from reports_builder import build_runs
 
 from evalsuite.reports.history import read_history
 from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
@@ -29,7 +30,6 @@ from evalsuite.reports.results import (
     write_part,
     write_results,
 )
-from reports_builder import build_runs
 
 
 def schema_validator(name: str) -> jsonschema.Draft202012Validator:
@@ -235,7 +235,7 @@ def test_parts_of_workers_merge_into_the_file_a_serial_run_writes(tmp_path: Path
 def test_one_metric_aggregated_differently_by_two_workers_is_an_error() -> None:
     first, second = record("p", ["a"]), record("p", ["b"])
     second.metrics["edit_precision"] = MetricSummary(0.9, 1, None, None, "mean", "higher")
-    with pytest.raises(ValueError, match="edit_precision.*reported twice"):
+    with pytest.raises(ValueError, match=r"edit_precision.*reported twice"):
         merge_records([first, second])
 
 

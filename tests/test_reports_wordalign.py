@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from evalsuite.metrics import word_metrics
 from evalsuite.reports.wordalign import SEPARATOR, UNMATCHED, align_words
 
-WORDS = st.sampled_from(["the", "The", "cat", "cat,", "INV-2024", "2024", "a.b", "naïve", "İx", "!"])
+WORDS = st.sampled_from(
+    ["the", "The", "cat", "cat,", "INV-2024", "2024", "a.b", "naïve", "İx", "!"]
+)
 TEXTS = st.lists(st.tuples(WORDS, st.sampled_from([" ", "\n", "  "])), max_size=25).map(
     lambda pairs: "".join(word + space for word, space in pairs)
 )

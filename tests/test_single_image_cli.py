@@ -251,16 +251,11 @@ def bad_inputs(page, tmp_path):
         (["--image", "{text_as_png}", "--dry-run"], ["cannot read image", "notes.png"]),
         (["--image", "{truncated}", "--engine", "tesseract"], ["cannot read image", "cut.png"]),
         (["--image", "{image}", "--ground-truth", "{latin1}", "--dry-run"], ["not UTF-8"]),
-        (
-            ["--image", "{image}", "--ground-truth", "{tmp}/none.txt", "--engine", "tesseract"],
-            ["none.txt"],
-        ),
         (["--image", "{image}", "--mode", "huge", "--dry-run"], ["unknown mode 'huge'", "gundam"]),
         (
             ["--image", "{image}", "--engine", "nonesuch"],
             ["unknown engine 'nonesuch'", "tesseract"],
         ),
-        (["--image", "{image}", "--engine", "tesseract", "--replay-key", "oops"], ["FIELD=VALUE"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(bad_inputs, tmp_path, args, fragments):
@@ -278,6 +273,19 @@ def test_unavailable_engine_is_exit_2(page):
 
 
 # --- in-process pieces ----------------------------------------------------------------------------
+
+
+def test_record_needs_an_identifying_key(page, tmp_path, capsys):
+    from evalsuite.cli import main
+
+    image, _ = page
+    recording = tmp_path / "r.jsonl"
+    status = main(
+        ["eval", "--image", str(image), "--engine", "tesseract", "--record", str(recording),
+         "--replay-key", "experiment=null,document="]
+    )  # fmt: skip
+    assert status == 2 and not recording.exists()
+    assert capsys.readouterr().err.startswith(ERROR_PREFIX + "--record: request.key is empty")
 
 
 def test_parse_key():

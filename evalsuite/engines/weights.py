@@ -73,7 +73,8 @@ def cuda_problem(device: str) -> str | None:
     if not torch.cuda.is_available():
         return (
             f"device {device!r} needs a CUDA GPU and torch {torch.__version__} sees none "
-            "(install a CUDA build of torch, e.g. `make setup TORCH_SPEC=...`, on a GPU machine)"
+            "(run on a machine with an NVIDIA GPU and a CUDA build of torch, "
+            "https://pytorch.org/get-started/locally/)"
         )
     return None
 

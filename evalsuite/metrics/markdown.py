@@ -13,8 +13,8 @@ Per page (blocks from :func:`evalsuite.metrics.markdown_blocks.parse_blocks`):
   to it (Hungarian, cost = 1 − TEDS), floored at 0; 0 when unassigned; None without a
   ground-truth table.
 
-Assignments break ties between equally cheap matchings in favour of blocks at nearby positions
-(``markdown_tables.TIE_BREAK`` per position of offset is added to each cost).
+Assignments break ties between equally cheap matchings in favour of blocks at the same relative
+position on the page (a term of at most ``markdown_tables.TIE_BREAK`` = 1e-9 per pair).
 
 Dataset: each metric is the mean over pages (``table_TEDS`` over pages with a ground-truth
 table); ``overall = ((1 − text)·100 + (1 − order)·100 + TEDS) / 3``, or the mean of the first two

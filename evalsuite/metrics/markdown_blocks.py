@@ -163,7 +163,8 @@ def _blocks_from_tokens(tokens: Sequence[Token], lines: Sequence[str]) -> Iterat
             source = token.content
             if token.level == 0 and token.map and _opens_unclosed_table(source):
                 source, end_line = _rejoin_html_table(lines, token.map[0])
-                while index < len(tokens) and (tokens[index].map or [end_line])[0] < end_line:
+                # Skip the tokens markdown-it made of those lines (closing tokens have no map).
+                while index < len(tokens) and (tokens[index].map or [-1])[0] < end_line:
                     index += 1
             yield from _html_blocks(source)
 

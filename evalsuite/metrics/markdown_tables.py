@@ -9,7 +9,8 @@ edit distance D is bracketed without running APTED:
   (at least its cheapest rename), and at least ``n_other − n_this`` nodes of the other tree are
   inserted; L is the larger of the two directions' sums.
 - upper bound U: the cost of one valid mapping, table→table, rows aligned in order by a
-  minimum-cost sequence alignment, cells of aligned rows paired by position.
+  minimum-cost sequence alignment (row pairs costed with cells paired by position), then the
+  cells of each aligned row pair aligned in order by another.
 
 Both are computed in exact rational arithmetic. When L = U, D = U and TEDS = 1 − U / n needs no
 APTED run; otherwise :func:`evalsuite.metrics.tables.teds` computes it. The assignment uses
@@ -31,16 +32,19 @@ from scipy.optimize import linear_sum_assignment
 from evalsuite.metrics.markdown_blocks import Block, Cell
 from evalsuite.metrics.tables import teds
 
-TIE_BREAK = 1e-12
-"""Added per position of offset to each assignment cost, so exact ties go to nearby blocks."""
+TIE_BREAK = 1e-9
+"""Weight of the tie-break term ``|(i + ½)/m − (j + ½)/n|`` added to each assignment cost, so
+that among equally cheap assignments blocks pair with blocks at the same relative position."""
 # Above this many cell pairs the bounds would cost more memory than they save time.
 _MAX_BOUND_CELL_PAIRS = 4_000_000
 
 
 def assign(cost: np.ndarray) -> list[tuple[int, int]]:
-    """Minimum-cost assignment of rows to columns (Hungarian), ties going to nearby positions."""
-    rows, columns = np.indices(cost.shape)
-    row_index, column_index = linear_sum_assignment(cost + TIE_BREAK * np.abs(rows - columns))
+    """Minimum-cost assignment of rows to columns (Hungarian), ties going to pairs at the same
+    relative position (see ``TIE_BREAK``)."""
+    m, n = cost.shape
+    offset = np.abs((np.arange(m)[:, None] + 0.5) / m - (np.arange(n)[None, :] + 0.5) / n)
+    row_index, column_index = linear_sum_assignment(cost + TIE_BREAK * offset)
     return [(int(r), int(c)) for r, c in zip(row_index, column_index, strict=True)]
 
 
@@ -162,42 +166,61 @@ def _row_alignment_upper(
     costs: np.ndarray,
     exact: Callable[[int, int], Fraction],
 ) -> Fraction:
-    """Exact cost of the mapping whose row alignment minimises the (float) cost: rows aligned in
-    order, an unaligned row deleted or inserted with its cells, cells of aligned rows by position
-    (surplus cells deleted or inserted)."""
+    """Exact cost of one valid mapping: rows aligned in order (minimising the cost with cells
+    paired by position), then the cells of each aligned row pair aligned in order; unaligned rows
+    and cells are deleted or inserted."""
     pred_start = np.cumsum([0, *(len(row) for row in pred_rows)])
     gt_start = np.cumsum([0, *(len(row) for row in gt_rows)])
+    positional = np.empty((len(pred_rows), len(gt_rows)))
+    for i, pred_row in enumerate(pred_rows):
+        for j, gt_row in enumerate(gt_rows):
+            shared = min(len(pred_row), len(gt_row))
+            diagonal = costs[pred_start[i] + np.arange(shared), gt_start[j] + np.arange(shared)]
+            positional[i, j] = diagonal.sum() + abs(len(pred_row) - len(gt_row))
+    total = Fraction(0)
+    for i, j in _align(
+        positional, [1 + len(row) for row in pred_rows], [1 + len(row) for row in gt_rows]
+    ):
+        if j is None:
+            total += 1 + len(pred_rows[i])
+        elif i is None:
+            total += 1 + len(gt_rows[j])
+        else:
+            pred_cells = range(pred_start[i], pred_start[i + 1])
+            gt_cells = range(gt_start[j], gt_start[j + 1])
+            block = costs[np.ix_(pred_cells, gt_cells)]
+            for a, b in _align(block, [1] * len(pred_cells), [1] * len(gt_cells)):
+                is_pair = a is not None and b is not None
+                total += exact(pred_cells[a], gt_cells[b]) if is_pair else 1
+    return total
 
-    def pair_cost(i: int, j: int) -> float:
-        shared = min(len(pred_rows[i]), len(gt_rows[j]))
-        block = costs[pred_start[i] : pred_start[i] + shared, gt_start[j] : gt_start[j] + shared]
-        return float(np.trace(block)) + abs(len(pred_rows[i]) - len(gt_rows[j]))
 
-    m, n = len(pred_rows), len(gt_rows)
+def _align(
+    substitute: np.ndarray, delete: Sequence[float], insert: Sequence[float]
+) -> list[tuple[int | None, int | None]]:
+    """A minimum-cost order-preserving alignment of two sequences (edit-distance DP): pairs
+    ``(i, j)``, ``(i, None)`` for a deletion, ``(None, j)`` for an insertion."""
+    m, n = substitute.shape
     table = np.zeros((m + 1, n + 1))
-    table[1:, 0] = np.cumsum([1 + len(row) for row in pred_rows])
-    table[0, 1:] = np.cumsum([1 + len(row) for row in gt_rows])
+    table[1:, 0] = np.cumsum(delete)
+    table[0, 1:] = np.cumsum(insert)
     for i in range(1, m + 1):
         for j in range(1, n + 1):
             table[i, j] = min(
-                table[i - 1, j] + 1 + len(pred_rows[i - 1]),
-                table[i, j - 1] + 1 + len(gt_rows[j - 1]),
-                table[i - 1, j - 1] + pair_cost(i - 1, j - 1),
+                table[i - 1, j] + delete[i - 1],
+                table[i, j - 1] + insert[j - 1],
+                table[i - 1, j - 1] + substitute[i - 1, j - 1],
             )
-    total = Fraction(0)
+    steps: list[tuple[int | None, int | None]] = []
     i, j = m, n
     while i or j:
-        if i and j and table[i, j] == table[i - 1, j - 1] + pair_cost(i - 1, j - 1):
-            shared = min(len(pred_rows[i - 1]), len(gt_rows[j - 1]))
-            total += sum(
-                exact(int(pred_start[i - 1]) + k, int(gt_start[j - 1]) + k) for k in range(shared)
-            )
-            total += abs(len(pred_rows[i - 1]) - len(gt_rows[j - 1]))
+        if i and j and table[i, j] == table[i - 1, j - 1] + substitute[i - 1, j - 1]:
+            steps.append((i - 1, j - 1))
             i, j = i - 1, j - 1
-        elif i and (not j or table[i, j] == table[i - 1, j] + 1 + len(pred_rows[i - 1])):
-            total += 1 + len(pred_rows[i - 1])
+        elif i and (not j or table[i, j] == table[i - 1, j] + delete[i - 1]):
+            steps.append((i - 1, None))
             i -= 1
         else:
-            total += 1 + len(gt_rows[j - 1])
+            steps.append((None, j - 1))
             j -= 1
-    return total
+    return steps[::-1]

@@ -46,11 +46,11 @@ class _Node:
 
 @dataclass
 class _Tree:
-    """A table as APTED sees it, with its distinct labels and its preorder (label, fan-out)."""
+    """A table as APTED sees it, with its distinct labels and its postorder (label, fan-out)."""
 
     labels: list[_Label] = field(default_factory=list)
     label_index: dict[_Label, int] = field(default_factory=dict)
-    preorder: list[tuple[int, int]] = field(default_factory=list)
+    postorder: list[tuple[int, int]] = field(default_factory=list)
     root: _Node | None = None
 
     def add(self, label: _Label) -> _Node:
@@ -60,8 +60,9 @@ class _Tree:
         return _Node(index)
 
     def shape(self) -> list[tuple[_Label, int]]:
-        """Preorder (label, number of children): equal shapes mean identical trees."""
-        return [(self.labels[label], fan_out) for label, fan_out in self.preorder]
+        """Postorder (label, number of children), which determines an ordered labelled tree:
+        equal shapes mean identical trees."""
+        return [(self.labels[label], fan_out) for label, fan_out in self.postorder]
 
 
 class _CostTableConfig(Config):
@@ -160,8 +161,6 @@ def _table_tree(table: Any, structure_only: bool, name: str) -> _Tree:
     tree = _Tree()
 
     def visit(element: Any) -> _Node:
-        position = len(tree.preorder)
-        tree.preorder.append((0, 0))
         if element.tag == "td":
             content = () if structure_only else tuple(_cell_tokens(element))
             node = tree.add(
@@ -170,7 +169,7 @@ def _table_tree(table: Any, structure_only: bool, name: str) -> _Tree:
         else:
             node = tree.add((element.tag, None, None, None))
             node.children = [visit(child) for child in element]
-        tree.preorder[position] = (node.label, len(node.children))
+        tree.postorder.append((node.label, len(node.children)))
         return node
 
     tree.root = visit(table)

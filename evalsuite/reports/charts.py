@@ -1,16 +1,23 @@
 """What the dashboard plots, as plain data; :mod:`svg` and :mod:`plots` draw it.
 
-- trend charts: one per benchmark x metric, a line per engine x parameter over the runs, the
-  95% interval as a band, the golden value as a dashed line, regressions and improvements
-  (see :mod:`evalsuite.reports.series`) marked;
-- compression-precision curves: per engine x mode, samples' ``edit_precision`` against their
-  ``compression_ratio`` (text tokens per vision token), as in DeepSeek-OCR's Fox figure;
-- text-vs-vision bars: for every metric pair ``text_X`` / ``vision_X`` of a record, one group
-  per engine x parameter (e.g. render configuration), one bar per condition.
+It reads the records as the benchmarks write them: ``parameter`` is ``key=value`` pairs joined
+by commas (``mode=small,config=font_mono,condition=vision``) and a metric aggregated per group
+is named ``metric[group]`` (``edit_precision[600-700]``).
+
+- trend charts: one per benchmark x metric (groups left out), a line per engine x parameter
+  over the runs, the 95% interval as a band, the golden value as a dashed line, regressions
+  and improvements (see :mod:`evalsuite.reports.series`) marked;
+- compression-precision curves: per engine x mode, each page's ``edit_precision`` against its
+  compression ratio (ground-truth text tokens per vision token), as DeepSeek-OCR's Fox figure;
+- text-vs-vision bars: records that differ only in ``condition=text`` / ``condition=vision``
+  side by side, one chart per metric both have;
+- group bars: ``metric[group]`` aggregates (e.g. per ground-truth token bin, as the paper's Fox
+  table), one bar per engine x parameter.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +26,12 @@ from typing import Literal
 from evalsuite.reports.model import BenchmarkRecord
 from evalsuite.reports.series import GoldenIndex, Point, SeriesKey, series_steps
 
-COMPRESSION_METRIC = "compression_ratio"
+COMPRESSION_METRICS = ("gt_compression", "compression_ratio")
+"""Sample scores taken as the compression ratio, the first one present."""
 PRECISION_METRIC = "edit_precision"
+CONDITION = "condition"
 CONDITIONS = ("text", "vision")
+_GROUPED = re.compile(r"^(?P<metric>[^\[\]]+)\[(?P<group>[^\[\]]+)\]$")
 MAX_X_LABELS = 9
 
 ChartKind = Literal["line", "curve", "bars"]
@@ -100,7 +110,10 @@ def trend_charts(
 ) -> list[Chart]:
     """One line chart per metric of ``benchmark`` (in ``metrics`` order when given, else sorted);
     x = the run's position among the runs that had the benchmark."""
-    keys = [key for key in series if key.benchmark == benchmark]
+    keys = [
+        key for key in series
+        if key.benchmark == benchmark and split_grouped(key.metric)[1] is None
+    ]
     runs = sorted({(p.created_utc, p.run_id) for key in keys for p in series[key]})
     position = {run_id: index for index, (_, run_id) in enumerate(runs)}
     ticks = tuple((float(i), created[5:10]) for i, (created, _) in enumerate(runs))
@@ -109,7 +122,9 @@ def trend_charts(
     charts = []
     for metric in ordered:
         lines = []
-        for key in (k for k in keys if k.metric == metric):
+        shown = [k for k in keys if k.metric == metric]
+        names = compact_labels([(k.engine, k.parameter) for k in shown])
+        for key, name in zip(shown, names, strict=True):
             steps = series_steps(key, series[key], golden)
             points = []
             for step in steps:
@@ -127,7 +142,7 @@ def trend_charts(
             entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric))
             colour = (colours or {}).get(key.label, "")
             reference = entry.value if entry else None
-            lines.append(ChartSeries(key.label, tuple(points), reference, colour))
+            lines.append(ChartSeries(name, tuple(points), reference, colour))
         last = series[next(k for k in keys if k.metric == metric)][-1].summary
         charts.append(Chart(
             "line", slug(benchmark, "trend", metric), metric, "run", metric, tuple(lines),
@@ -136,78 +151,180 @@ def trend_charts(
     return charts
 
 
+def parse_parameter(parameter: str) -> dict[str, str]:
+    """``"mode=small,config=x"`` -> ``{"mode": "small", "config": "x"}``; a part without ``=``
+    is kept under its own text as key and value."""
+    pairs = {}
+    for part in filter(None, (p.strip() for p in parameter.split(","))):
+        key, _, value = part.partition("=")
+        pairs[key] = value if _ else part
+    return pairs
+
+
+def split_grouped(metric: str) -> tuple[str, str | None]:
+    """``"edit_precision[600-700]"`` -> ``("edit_precision", "600-700")``; plain names -> None."""
+    match = _GROUPED.match(metric)
+    return (match["metric"], match["group"]) if match else (metric, None)
+
+
 def compression_curve(
     benchmark: str,
     records: Sequence[BenchmarkRecord],
     colours: Mapping[str, str] | None = None,
 ) -> Chart | None:
-    """Edit precision against compression ratio, one curve per engine x mode; from the samples,
-    else (history only) from the aggregates, one point per mode. None without both metrics."""
-    lines = []
+    """Edit precision against compression ratio, one curve per engine x mode, from the pages;
+    else (history only) from the aggregates, one point per record. None without both."""
+    pages: dict[str, dict[float, list[tuple[float, str]]]] = {}
     for record in records:
-        pairs = sorted(
-            (float(s.scores[COMPRESSION_METRIC]), float(s.scores[PRECISION_METRIC]), s.sample_id)
-            for s in record.samples
-            if _is_number(s.scores.get(COMPRESSION_METRIC))
-            and _is_number(s.scores.get(PRECISION_METRIC))
-        )
-        if pairs:
-            points = tuple(ChartPoint(x, y, label=sample_id) for x, y, sample_id in pairs)
-            label = f"{record.engine} {record.parameter}".strip()
-            lines.append(ChartSeries(label, points, colour=(colours or {}).get(label, "")))
-    from_samples = bool(lines)
-    if not lines:
-        by_engine: dict[str, list[ChartPoint]] = {}
-        for record in records:
-            x, y = record.metrics.get(COMPRESSION_METRIC), record.metrics.get(PRECISION_METRIC)
-            if x and y and x.value is not None and y.value is not None:
-                point = ChartPoint(x.value, y.value, y.ci_low, y.ci_high, record.parameter)
-                by_engine.setdefault(record.engine, []).append(point)
-        lines = [
-            ChartSeries(engine, tuple(sorted(points, key=lambda p: p.x)))
-            for engine, points in by_engine.items()
+        mode = record.params.get("mode") or parse_parameter(record.parameter).get("mode", "")
+        label = f"{record.engine} mode={mode}" if mode else record.engine
+        for sample in record.samples:
+            x = _first_number(sample.scores, COMPRESSION_METRICS)
+            y = sample.scores.get(PRECISION_METRIC)
+            if x is not None and _is_number(y):
+                at_x = pages.setdefault(label, {}).setdefault(round(x, 6), [])
+                at_x.append((float(y), sample.sample_id))
+    by_mode = {
+        label: [
+            ChartPoint(x, math.fsum(y for y, _ in found) / len(found),
+                       label=", ".join(sample_id for _, sample_id in found[:4])
+                       + (f" (+{len(found) - 4})" if len(found) > 4 else ""))
+            for x, found in at_x.items()
         ]
-    if not lines:
+        for label, at_x in pages.items()
+    }
+    note = "a point per page (or mean of equal ratios)"
+    if not by_mode:
+        note = "each point a record; whiskers: 95% interval"
+        for record in records:
+            xs = [record.metrics.get(name) for name in COMPRESSION_METRICS]
+            x = next((m for m in xs if m is not None and m.value is not None), None)
+            y = record.metrics.get(PRECISION_METRIC)
+            if x is not None and y is not None and y.value is not None:
+                point = ChartPoint(x.value, y.value, y.ci_low, y.ci_high, record.parameter)
+                by_mode.setdefault(record.engine, []).append(point)
+    if not by_mode:
         return None
+    lines = tuple(
+        ChartSeries(label, tuple(sorted(points, key=lambda p: p.x)),
+                    colour=(colours or {}).get(label, ""))
+        for label, points in sorted(by_mode.items())
+    )
     return Chart(
         "curve", slug(benchmark, "compression"), "precision vs compression",
-        "compression ratio (text tokens / vision tokens)", "edit precision", tuple(lines),
-        note="each point a page" if from_samples else "each point a mode; whiskers: 95% interval",
+        "compression (text tokens / vision tokens)", "edit precision", lines, note=note,
     )
 
 
 def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list[Chart]:
-    """One grouped bar chart per ``text_X``/``vision_X`` metric pair of the records."""
-    stems = list(dict.fromkeys(
-        name[len("text_"):]
-        for record in records
-        for name in record.metrics
-        if name.startswith("text_") and f"vision_{name[len('text_'):]}" in record.metrics
-    ))
-    engines = {record.engine for record in records}
+    """For records that differ only in their condition (text or vision), one grouped bar chart
+    per metric that both conditions have; a group per engine x rest of the parameter."""
+    pairs: dict[tuple[str, str], dict[str, BenchmarkRecord]] = {}
+    for record in records:
+        parsed = parse_parameter(record.parameter)
+        condition = parsed.pop(CONDITION, None)
+        if condition in CONDITIONS:
+            rest = ",".join(f"{k}={v}" if k != v else k for k, v in parsed.items())
+            pairs.setdefault((record.engine, rest), {})[condition] = record
+    complete = {key: both for key, both in pairs.items() if len(both) == len(CONDITIONS)}
+    if not complete:
+        return []
+    groups = compact_labels(list(complete))
+    metrics = [
+        name
+        for name in dict.fromkeys(n for both in complete.values() for n in both["text"].metrics)
+        if split_grouped(name)[1] is None
+        and all(name in both[c].metrics for both in complete.values() for c in CONDITIONS)
+    ]
     charts = []
-    for stem in stems:
-        names = (f"text_{stem}", f"vision_{stem}")
-        paired = [r for r in records if all(name in r.metrics for name in names)]
-        groups = tuple(
-            r.parameter if len(engines) == 1 else f"{r.parameter} ({r.engine})" for r in paired
-        )
+    for metric in metrics:
         bars = []
         for condition in CONDITIONS:
             points = []
-            for index, record in enumerate(paired):
-                summary = record.metrics[f"{condition}_{stem}"]
+            for index, both in enumerate(complete.values()):
+                summary = both[condition].metrics[metric]
                 if summary.value is not None:
                     points.append(ChartPoint(index, summary.value, summary.ci_low,
                                              summary.ci_high, f"{groups[index]}: n={summary.n}"))
             bars.append(ChartSeries(condition, tuple(points)))
-        direction = paired[0].metrics[f"vision_{stem}"].direction
+        direction = next(iter(complete.values()))["vision"].metrics[metric].direction
         charts.append(Chart(
-            "bars", slug(benchmark, "text-vision", stem), f"{stem}: text vs vision",
-            "configuration", stem, tuple(bars), groups=groups,
-            note=f"{direction} is better; 95% whiskers",
+            "bars", slug(benchmark, "text-vision", metric), f"{metric}: text vs vision",
+            "", metric, tuple(bars), groups=tuple(groups),
+            note=f"{direction} is better",
         ))
     return charts
+
+
+def group_bars(
+    benchmark: str,
+    records: Sequence[BenchmarkRecord],
+    colours: Mapping[str, str] | None = None,
+) -> list[Chart]:
+    """One bar chart per metric aggregated per group (``metric[group]``): groups along x, a bar
+    per engine x parameter."""
+    grouped: dict[str, dict[str, None]] = {}
+    for record in records:
+        for name in record.metrics:
+            metric, group = split_grouped(name)
+            if group is not None:
+                grouped.setdefault(metric, {})[group] = None
+    names = compact_labels([(r.engine, r.parameter) for r in records])
+    charts = []
+    for metric, group_set in grouped.items():
+        groups = sorted(group_set, key=_natural)
+        bars = []
+        for record, name in zip(records, names, strict=True):
+            points = []
+            for index, group in enumerate(groups):
+                summary = record.metrics.get(f"{metric}[{group}]")
+                if summary is not None and summary.value is not None:
+                    points.append(ChartPoint(index, summary.value, summary.ci_low,
+                                             summary.ci_high, f"{group}: n={summary.n}"))
+            if points:
+                full = f"{record.engine} {record.parameter}".strip()
+                colour = (colours or {}).get(full, "")
+                bars.append(ChartSeries(name, tuple(points), colour=colour))
+        direction = next(
+            s.direction for r in records for n, s in r.metrics.items()
+            if split_grouped(n)[0] == metric
+        )
+        charts.append(Chart(
+            "bars", slug(benchmark, "groups", metric), f"{metric} per group", "group", metric,
+            tuple(bars), groups=tuple(groups), note=f"{direction} is better",
+        ))
+    return charts
+
+
+def compact_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
+    """Labels of (engine, parameter) keys showing only what differs between them: the engine
+    when engines differ, then the values of the parameter's varying ``key=value`` parts joined
+    by `` · `` (``mode=small,config=x,condition=text`` -> ``x · text``)."""
+    engines = {engine for engine, _ in keys}
+    parsed = [parse_parameter(parameter) for _, parameter in keys]
+    varying = [k for k in dict.fromkeys(k for p in parsed for k in p)
+               if len({p.get(k) for p in parsed}) > 1]
+    labels = []
+    for (engine, parameter), params in zip(keys, parsed, strict=True):
+        shown = " · ".join(params[k] for k in varying if k in params)
+        if len(engines) > 1 or not shown:
+            shown = f"{engine} {shown or parameter}".strip()
+        labels.append(shown)
+    return labels
+
+
+def _natural(text: str) -> tuple[float, str]:
+    """Sort ``600-700`` before ``1000-1100``: by the leading number, then the text."""
+    match = re.match(r"\d+(\.\d+)?", text)
+    return (float(match.group()) if match else math.inf, text)
+
+
+def _first_number(scores: Mapping[str, object], names: Sequence[str]) -> float | None:
+    for name in names:
+        value = scores.get(name)
+        if _is_number(value):
+            return float(value)
+    return None
 
 
 def _is_number(value: object) -> bool:

@@ -23,8 +23,10 @@ from evalsuite.reports.atomic import atomic_write_text
 from evalsuite.reports.charts import (
     Chart,
     compression_curve,
+    group_bars,
     series_colours,
     slug,
+    split_grouped,
     text_vision_bars,
     trend_charts,
 )
@@ -225,7 +227,7 @@ def _benchmark_section(
     colours = series_colours([key.label for key in own])
     trends = trend_charts(benchmark, own, golden, metrics, colours)
     curve = compression_curve(benchmark, records, colours)
-    bars = text_vision_bars(benchmark, records)
+    bars = [*text_vision_bars(benchmark, records), *group_bars(benchmark, records, colours)]
     parts = [
         f'<section class="bench" id="bench-{slug(benchmark)}">'
         f'<h2>{escape(benchmark)}<span class="pill">{len(runs)} runs</span></h2>',
@@ -251,9 +253,11 @@ def _benchmark_section(
 def _metric_order(
     records: Sequence[BenchmarkRecord], series: Mapping[SeriesKey, Sequence[Point]]
 ) -> list[str]:
-    """The newest run's metric order (headline first), then metrics only older runs had."""
+    """The newest run's metric order (headline first), then metrics only older runs had;
+    per-group aggregates (``metric[group]``) left out."""
     newest = [name for record in records for name in record.metrics]
-    return list(dict.fromkeys([*newest, *(key.metric for key in series)]))
+    names = dict.fromkeys([*newest, *(key.metric for key in series)])
+    return [name for name in names if split_grouped(name)[1] is None]
 
 
 def _status(series: Mapping[SeriesKey, Sequence[Point]], golden: GoldenIndex, run_id: str) -> str:
@@ -317,7 +321,8 @@ def _ranking(
         Column("run", "latest run", numeric=False),
     ]
     caption = f"ranked by {headline}; latest run of each engine x parameter; hover a value for n"
-    return ranked_table(f"rank-{slug(benchmark)}", columns, rows, caption)
+    unranked = sum(1 for item in latest.items() if rank_key(item)[0])
+    return ranked_table(f"rank-{slug(benchmark)}", columns, rows, caption, unranked=unranked)
 
 
 def _chart_grid(charts: Sequence[Chart]) -> str:
@@ -329,7 +334,7 @@ def _drill_items(
 ) -> list[DrillItem]:
     """The worst ``max_samples`` samples with texts of each record (failed ones first)."""
     items = []
-    for record in records:
+    for record in sorted(records, key=lambda r: _record_badness(r, headline)):
         direction = record.metrics[headline].direction if headline in record.metrics else "higher"
         shown = [s for s in record.samples if s.error or (s.prediction is not None
                                                           and s.reference is not None)]
@@ -341,6 +346,14 @@ def _drill_items(
             label = sample.sample_id + note
             items.append(DrillItem(label, group, gt, pred, sample.scores, sample.error))
     return items
+
+
+def _record_badness(record: BenchmarkRecord, headline: str | None) -> tuple[int, float]:
+    """Records whose headline aggregate is worst come first; those without it last."""
+    summary = record.metrics.get(headline) if headline else None
+    if summary is None or summary.value is None:
+        return (1, 0.0)
+    return (0, summary.value if summary.direction == "higher" else -summary.value)
 
 
 def _score_note(sample: SampleRecord, headline: str | None) -> str:

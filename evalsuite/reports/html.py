@@ -107,23 +107,32 @@ def chart_card(chart: Chart) -> str:
 
 
 def ranked_table(
-    table_id: str, columns: Sequence[Column], rows: Sequence[Mapping[str, Cell]], caption: str
+    table_id: str,
+    columns: Sequence[Column],
+    rows: Sequence[Mapping[str, Cell]],
+    caption: str,
+    *,
+    unranked: int = 0,
 ) -> str:
-    """A sortable table whose rows come in rank order; the top three get medals."""
-    head = ['<th data-numeric="1" aria-sort="ascending" title="rank">#</th>']
+    """A sortable table whose rows come in rank order; the top three get medals. The last
+    ``unranked`` rows (without the ranking metric) get no rank."""
+    head = ['<th class="text" data-numeric="1" aria-sort="ascending" title="rank">#</th>']
     for column in columns:
-        numeric = ' data-numeric="1"' if column.numeric else ""
+        kind = ' data-numeric="1"' if column.numeric else ' class="text"'
         title = f' title="{escape(column.title)}"' if column.title else ""
-        head.append(f'<th{numeric}{title}>{escape(column.label)}</th>')
+        head.append(f'<th{kind}{title}>{escape(column.label)}</th>')
     body = []
+    ranked = len(rows) - unranked
     for rank, row in enumerate(rows, start=1):
-        medal = f' class="medal {MEDALS[rank - 1]}"' if rank <= len(MEDALS) else ""
-        cells = [f'<td data-sort="{rank}"><span{medal}>{rank}</span></td>']
+        medal = f' class="medal {MEDALS[rank - 1]}"' if rank <= min(len(MEDALS), ranked) else ""
+        shown = str(rank) if rank <= ranked else MISSING
+        cells = [f'<td class="text" data-sort="{rank}"><span{medal}>{shown}</span></td>']
         for column in columns:
             cell = row.get(column.key, Cell(MISSING))
             sort = "" if cell.sort is None else str(cell.sort)
+            kind = "" if column.numeric else ' class="text"'
             title = f' title="{escape(cell.title)}"' if cell.title else ""
-            cells.append(f'<td data-sort="{escape(sort)}"{title}>{escape(cell.text)}</td>')
+            cells.append(f'<td{kind} data-sort="{escape(sort)}"{title}>{escape(cell.text)}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     return (
         f'<div class="table-tools"><span class="caption">{escape(caption)}</span>'

@@ -5,7 +5,8 @@ run start order. Consecutive points are compared with the golden gate's statisti
 (:mod:`evalsuite.stats`): a proportion with the one-sided exact binomial test of the newer
 value's n against the older share, a mean against a tolerance. The tolerance is the golden
 entry's for that key when one exists, else ``default_tolerance`` when given, else the half-width
-of the older point's 95% interval (a mean moving inside it is noise).
+of the older point's 95% interval: a new mean outside the old interval is, for equal n and
+spread, roughly a one-sided 5% difference of two means; inside it, noise.
 """
 
 from __future__ import annotations
@@ -96,8 +97,12 @@ def load_golden_index(
 def step_tolerance(
     key: SeriesKey, previous: MetricSummary, golden: GoldenIndex, default: float | None = None
 ) -> float:
-    """The tolerance a step of ``key`` is judged with (see the module docstring)."""
-    entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric))
+    """The tolerance a step of ``key`` is judged with (see the module docstring); a per-group
+    aggregate ``metric[group]`` without its own golden entry takes the metric's."""
+    base = key.metric.split("[", 1)[0]
+    entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric)) or golden.get(
+        (key.benchmark, key.engine, key.parameter, base)
+    )
     if entry is not None:
         return float(entry.tolerance)
     if default is not None:

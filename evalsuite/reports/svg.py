@@ -20,6 +20,8 @@ from evalsuite.reports.charts import (
 
 WIDTH, HEIGHT = 480, 280
 LEFT, RIGHT, TOP, BOTTOM = 58, 18, 14, 46
+CHAR_WIDTH = 6.4  # px per tick label character at the page's 10.5 px font (digits are widest)
+TIGHT_CHAR_WIDTH = 5.4  # the same at 9 px
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -119,9 +121,14 @@ def _axes(
                    f"{tick_label(y, y_ticks)}</text>")
     base = HEIGHT - BOTTOM
     out.append(f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{base}" y2="{base}"/>')
+    spacing = (frame.px(x_ticks[1][0]) - frame.px(x_ticks[0][0])) if len(x_ticks) > 1 else 200
+    longest = max((len(label) for _, label in x_ticks), default=0)
+    tight = longest * CHAR_WIDTH > spacing  # crowded: a smaller font, then cut what still overlaps
+    fits = max(3, int(spacing / (TIGHT_CHAR_WIDTH if tight else CHAR_WIDTH)))
+    style = "tick tight" if tight else "tick"
     for x, label in x_ticks:
-        text = label if len(label) <= 14 else label[:13] + "…"
-        out.append(f'<text class="tick" x="{frame.px(x):.1f}" y="{base + 15}" '
+        text = label if len(label) <= fits else label[: fits - 1] + "…"
+        out.append(f'<text class="{style}" x="{frame.px(x):.1f}" y="{base + 15}" '
                    f'text-anchor="middle"><title>{escape(label)}</title>{escape(text)}</text>')
     out.append(f'<text class="axis-label" x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" '
                f'y="{HEIGHT - 8}" text-anchor="middle">{escape(chart.x_label)}</text>')

@@ -1,0 +1,108 @@
+"""Dataset loaders on the project's fixtures (and the real samples when EVALSUITE_DATA is set)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evalsuite.datasets import fetch as fetch_module
+from evalsuite.datasets import require_path
+from evalsuite.datasets.finewiki import load_finewiki
+from evalsuite.datasets.finix import load_finix_pages, load_pubtabnet_pages
+from evalsuite.datasets.fox import load_fox_pages
+from evalsuite.datasets.quality import load_quality, quality_files
+from evalsuite.datasets.render_study import load_render_study
+from evalsuite.datasets.surya import load_detection, load_recognition, scale_box
+from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
+needs_data = pytest.mark.skipif(DATA is None, reason="EVALSUITE_DATA is not set")
+
+
+def test_fox_fixture_layout():
+    pages = load_fox_pages(FIXTURES / "fox")
+    assert [p.page_id for p in pages] == ["fixture_1", "fixture_2", "fixture_3"]
+    assert all(p.image_path.exists() and p.gt_tokens > 0 for p in pages)
+    assert pages[0].text.startswith("Quarterly Maintenance Report")
+
+
+def test_fox_bad_records(tmp_path):
+    base = tmp_path / "focus_benchmark_test"
+    base.mkdir()
+    (base / "en_page_ocr.json").write_text(json.dumps([{"image": "a.png"}]))
+    with pytest.raises(DatasetFormatError, match="record 0"):
+        load_fox_pages(tmp_path)
+    with pytest.raises(ValueError, match="language"):
+        load_fox_pages(tmp_path, language="de")
+
+
+def test_missing_data_names_path_and_fetch_command(tmp_path):
+    with pytest.raises(DatasetNotFoundError) as info:
+        require_path(tmp_path / "nope", "quality")
+    assert str(tmp_path / "nope") in str(info.value)
+    assert "evalsuite data fetch quality" in str(info.value)
+
+
+def test_quality_fixture_merges_articles():
+    (path,) = quality_files(FIXTURES / "quality")
+    articles = load_quality(path)
+    assert len(articles) == 2
+    assert all(len(a.questions) == 2 for a in articles)
+    assert articles[0].questions[0].options[articles[0].questions[0].gold_index] == "1887"
+
+
+def test_quality_lines_of_one_article_are_merged(tmp_path):
+    line = json.loads(
+        (FIXTURES / "quality" / "QuALITY.v1.0.1.htmlstripped.dev").read_text().splitlines()[0]
+    )
+    second = {**line, "questions": [{**line["questions"][0], "question_unique_id": "other"}]}
+    path = tmp_path / "QuALITY.v1.0.1.htmlstripped.dev"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(second) + "\n" + json.dumps(line) + "\n")
+    (article,) = load_quality(path)
+    assert [q.question_id for q in article.questions] == ["fx0_q0", "fx0_q1", "other"]
+
+
+def test_render_study_fixture():
+    study = load_render_study(FIXTURES / "render_docs")
+    assert set(study.documents) == {"parts_order", "visitor_badge"}
+    assert len(study.questions) == 6
+
+
+def test_finewiki_fixture():
+    articles = load_finewiki(FIXTURES / "finewiki")
+    assert len(articles) == 3 and all(len(a.text.split()) > 550 for a in articles)
+
+
+def test_surya_fixtures():
+    (page,) = load_detection(FIXTURES / "surya" / "detection")
+    assert page.boxes and all(0 <= b[0] < b[2] <= page.image.width for b in page.boxes)
+    (lines,) = load_recognition(FIXTURES / "surya" / "recognition")
+    assert len(lines.boxes) == len(lines.texts) and lines.language == "en"
+    assert scale_box([0, 0, 1000, 500], 200, 100) == (0.0, 0.0, 200.0, 50.0)
+
+
+def test_finix_fixture_pages():
+    pages = load_finix_pages(FIXTURES / "finix" / "gt")
+    assert pages and all(p.markdown for p in pages)
+
+
+@needs_data
+def test_real_samples_load():
+    assert len(load_quality(quality_files(DATA / "quality")[0])[0].questions) == 5
+    assert len(load_finewiki(DATA / "finewiki_like")) == 30
+    assert len(load_render_study(DATA / "render_docs").questions) == 30
+    tables = load_pubtabnet_pages(DATA / "pubtabnet")
+    assert len(tables) == 20 and all(p.markdown.startswith("<table>") for p in tables)
+
+
+def test_fetch_layout_and_offline(tmp_path, monkeypatch):
+    assert fetch_module.target_dir("fox", tmp_path) == tmp_path / "fox"
+    with pytest.raises(ValueError, match="choose one of"):
+        fetch_module.target_dir("imagenet", tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE"):
+        fetch_module.fetch("fox", tmp_path)
