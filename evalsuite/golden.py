@@ -121,7 +121,7 @@ class GoldenStore:
                     engine=engine,
                     parameter=parameter,
                     metric=metric,
-                    value=round(float(summary.value), 6),
+                    value=float(summary.value),
                     n=summary.n,
                     direction=summary.direction,
                     tolerance=tolerance.get(metric, 0.0),

@@ -259,7 +259,7 @@ class Bench:
             specs,
             benchmark=self.spec.name,
             engine_name=self.engine_name,
-            parameter=parameter or f"mode={self.mode}",
+            parameter=self._parameter(parameter),
             params={"mode": self.mode, **dict(params or {})},
             batch_size=batch_size,
             cache=self.suite.cache,
@@ -279,6 +279,12 @@ class Bench:
         self.suite.records.append(record)
         self._gate(record, [*gated, *grouped])
         return record
+
+    def _parameter(self, parameter: str | None) -> str:
+        """The golden key's parameter; runs on the project's fixtures alone are keyed apart,
+        since their sample set (and so every golden value) differs from a run with real data."""
+        base = parameter or f"mode={self.mode}"
+        return base if self.suite.options.data_dir is not None else f"{base},data=fixtures"
 
     def _gate(self, record: BenchmarkRecord, specs: Sequence[MetricSpec]) -> None:
         if self.suite.options.update_golden:
