@@ -71,13 +71,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUITE_KEY] = suite
     if worker_input is not None:
         config.evalsuite_run_id = worker_input[RUN_ID_KEY]
+        suite.run_dir = options.report_dir / config.evalsuite_run_id
         return
     from evalsuite.golden import snapshot
     from evalsuite.reports.results import new_run_id
 
     config.evalsuite_run_id = new_run_id()
     config.evalsuite_golden_before = snapshot(suite.golden) if options.update_golden else None
-    run_dir = options.report_dir / config.evalsuite_run_id
+    run_dir = suite.run_dir = options.report_dir / config.evalsuite_run_id
     if _runs_benches(config) and not config.getoption("json_report", default=False):
         # pytest-json-report, on by default for benchmark runs
         config.option.json_report = True

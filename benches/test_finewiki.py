@@ -10,7 +10,7 @@ from evalsuite.datasets.finewiki import load_finewiki
 from evalsuite.engines import InferenceRequest
 from evalsuite.metrics.qa import first_word_match, word_overlap
 from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.scoring import valid_vision_tokens
 from evalsuite.suite import BenchmarkSpec
@@ -51,7 +51,9 @@ def test_finewiki(bench, suite, mode, condition):
             image = blank_image()
             prompt = text_condition_prompt(context, INSTRUCTION)
         else:
-            image = render_text(context, PRESETS["size_small"], single_page=True).pages[0].image
+            image = (
+                suite.render_text(context, PRESETS["size_small"], single_page=True).pages[0].image
+            )
             prompt = vision_condition_prompt(INSTRUCTION)
         sample_id = f"{condition}/{article.article_id}"
         samples.append(

@@ -40,7 +40,7 @@ def finix_pages(bench, suite):
     return bench.limit(pages)
 
 
-def test_finix(bench, suite, mode, tmp_path):
+def test_finix(bench, suite, mode):
     samples = []
     for page in finix_pages(bench, suite):
         if page.image_path is not None:
@@ -62,4 +62,10 @@ def test_finix(bench, suite, mode, tmp_path):
             "success": page["valid_prediction"],
         }
 
-    bench.evaluate(samples, score, SPECS)
+    record = bench.evaluate(samples, score, SPECS)
+    # The predictions as .md files, for re-scoring with `python -m evalsuite.finix`.
+    if suite.run_dir is not None:
+        folder = suite.run_dir / "finix_predictions" / f"{bench.engine_name}-{mode}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for sample in record.samples:
+            (folder / f"{sample.sample_id}.md").write_text(sample.prediction or "", "utf-8")

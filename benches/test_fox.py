@@ -15,7 +15,7 @@ from evalsuite.datasets.fox import load_fox_pages
 from evalsuite.datasets.render_study import load_render_study
 from evalsuite.engines import InferenceRequest
 from evalsuite.prompts import FREE_OCR
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.scoring import ocr_scores
 from evalsuite.suite import BenchmarkSpec
@@ -78,7 +78,7 @@ def fox_samples(bench, suite, mode: str) -> list[Sample]:
     if (gt_only := suite.data_path("fox", "en_1_gt.txt")) is not None:
         # The real Fox page en_1 comes without its image: render its ground truth as a page.
         text = gt_only.read_text(encoding="utf-8")
-        image = render_text(text, PRESETS["size_small"], single_page=True).pages[0].image
+        image = suite.render_text(text, PRESETS["size_small"], single_page=True).pages[0].image
         pages.append(("en_1_rendered", image, text, int(text_token_count(text))))
     return [
         Sample(
@@ -106,7 +106,7 @@ def test_fox_study_documents(bench, suite, mode):
     study = load_render_study(directory)
     samples = []
     for name, text in bench.limit(sorted(study.documents.items())):
-        page = render_text(text, PRESETS["color_default"], single_page=True).pages[0]
+        page = suite.render_text(text, PRESETS["color_default"], single_page=True).pages[0]
         key = {"experiment": "compression", "document": name}
         samples.append(
             Sample(

@@ -13,7 +13,7 @@ from evalsuite.datasets.quality import load_quality, quality_files
 from evalsuite.engines import InferenceRequest
 from evalsuite.metrics.qa import parse_choice
 from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.scoring import valid_vision_tokens
 from evalsuite.suite import BenchmarkSpec
@@ -79,7 +79,7 @@ def test_quality(bench, suite, mode, condition):
             context = truncate_to_tokens(article.text, context_budget - ANSWER_RESERVE_TOKENS)
             image, build_prompt = blank_image(), partial(text_condition_prompt, context)
         else:
-            page = render_text(article.text, PRESETS["size_small"], single_page=True).pages[0]
+            page = suite.render_text(article.text, PRESETS["size_small"], single_page=True).pages[0]
             image, build_prompt = page.image, vision_condition_prompt
         for question in article.questions[:per_article]:
             sample_id = f"{condition}/{article.article_id}/{question.question_id}"

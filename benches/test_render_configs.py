@@ -22,7 +22,7 @@ from evalsuite.prompts import (
     text_condition_prompt,
     vision_condition_prompt,
 )
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.scoring import ocr_scores, valid_vision_tokens
 from evalsuite.suite import BenchmarkSpec
@@ -55,9 +55,9 @@ def study(suite) -> RenderStudy:
     return load_render_study(directory)
 
 
-def page_image(text: str, config_name: str) -> Image.Image:
+def page_image(suite, text: str, config_name: str) -> Image.Image:
     config = PRESETS["color_default" if config_name == "default" else config_name]
-    return render_text(text, config, single_page=True).pages[0].image
+    return suite.render_text(text, config, single_page=True).pages[0].image
 
 
 @pytest.mark.parametrize("config_name", list(PRESETS))
@@ -67,7 +67,7 @@ def test_render_ocr(bench, suite, mode, config_name):
         Sample(
             f"{config_name}/{name}",
             InferenceRequest(
-                page_image(text, config_name),
+                page_image(suite, text, config_name),
                 FREE_OCR,
                 mode,
                 f"{config_name}/{name}",
@@ -105,7 +105,7 @@ def test_render_context_qa(bench, suite, mode, config_name, condition):
             image = blank_image()
             prompt = text_condition_prompt(context, qa_question(question.question))
         else:
-            image = page_image(context, config_name)
+            image = page_image(suite, context, config_name)
             prompt = vision_condition_prompt(qa_question(question.question))
         sample_id = f"{config_name}/{condition}/{question.document}/{question.question_id}"
         key = {

@@ -11,7 +11,7 @@ from evalsuite.engines import InferenceRequest
 from evalsuite.engines.grounding import parse_grounding
 from evalsuite.metrics.boxes import detection_precision_recall
 from evalsuite.prompts import MARKDOWN
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.suite import BenchmarkSpec
 
@@ -35,7 +35,7 @@ def synthetic_pages(suite):
     source = suite.fixture_path("surya", "synthetic_text.txt").read_text(encoding="utf-8")
     pages = []
     for name in ("font_sans", "font_serif", "size_large"):
-        for index, page in enumerate(render_text(source, PRESETS[name]).pages):
+        for index, page in enumerate(suite.render_text(source, PRESETS[name]).pages):
             boxes = [line.box for line in page.lines if line.text.strip()]
             pages.append((f"synthetic/{name}/{index}", page.image, boxes))
     return pages

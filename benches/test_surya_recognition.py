@@ -11,7 +11,7 @@ from evalsuite.engines import InferenceRequest
 from evalsuite.metrics.recognition import normalize_recognition_text
 from evalsuite.metrics.text import overlap_score_exact
 from evalsuite.prompts import FREE_OCR
-from evalsuite.render import PRESETS, render_text
+from evalsuite.render import PRESETS
 from evalsuite.runner import MetricSpec, Sample
 from evalsuite.suite import BenchmarkSpec
 
@@ -31,7 +31,7 @@ def line_pages(suite):
     """(page id, image, boxes, texts, language) from rendered pages and the dataset layouts."""
     source = suite.fixture_path("surya", "synthetic_text.txt").read_text(encoding="utf-8")
     pages = []
-    for index, page in enumerate(render_text(source, PRESETS["size_medium"]).pages):
+    for index, page in enumerate(suite.render_text(source, PRESETS["size_medium"]).pages):
         lines = [line for line in page.lines if line.text.strip()]
         boxes = [line.box for line in lines]
         pages.append((f"synthetic/{index}", page.image, boxes, [x.text for x in lines], "en"))

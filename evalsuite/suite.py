@@ -7,6 +7,7 @@ benchmark modules in ``benches/`` only compose them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -134,7 +135,9 @@ class Suite:
     worker_id: str = "master"
     records: list[BenchmarkRecord] = field(default_factory=list)
     cache: ResultCache = field(default_factory=ResultCache)
+    run_dir: Path | None = None
     _engines: dict[str, Engine | EngineUnavailableError] = field(default_factory=dict)
+    _renders: dict[tuple[str, Any, bool], Any] = field(default_factory=dict)
 
     @cached_property
     def golden(self) -> GoldenStore:
@@ -151,6 +154,15 @@ class Suite:
     @staticmethod
     def fixture_path(*parts: str) -> Path:
         return FIXTURES_DIR.joinpath(*parts)
+
+    def render_text(self, text: str, config: Any, *, single_page: bool = False) -> Any:
+        """``render.render_text``, cached by content (text hash, config) for this session."""
+        from evalsuite.render import render_text
+
+        key = (hashlib.sha256(text.encode()).hexdigest(), config, single_page)
+        if key not in self._renders:
+            self._renders[key] = render_text(text, config, single_page=single_page)
+        return self._renders[key]
 
     def limit(self, items: Sequence[Any], cap: int | None = None) -> list[Any]:
         """The first ``--max-samples`` items, else the first ``cap``, else all."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import require_path
-from evalsuite.errors import DatasetFormatError
+from evalsuite.datasets import load_table
 
 
 @dataclass(frozen=True)
@@ -19,18 +18,7 @@ class WikiArticle:
 
 def load_finewiki(path: Path, limit: int | None = None) -> list[WikiArticle]:
     """Articles from a Parquet file, a folder of Parquet files, or a ``save_to_disk`` folder."""
-    import datasets
-
-    require_path(path, "finewiki")
-    if path.is_dir() and (path / "dataset_info.json").exists():
-        table = datasets.load_from_disk(str(path))
-    else:
-        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-        if not files:
-            raise DatasetFormatError(f"{path} holds no .parquet files")
-        table = datasets.Dataset.from_parquet([str(f) for f in files])
-    if "text" not in table.column_names:
-        raise DatasetFormatError(f"{path} has no 'text' column (columns: {table.column_names})")
+    table = load_table(path, "finewiki", ("text",))
     rows = table if limit is None else table.select(range(min(limit, len(table))))
     articles = []
     for index, row in enumerate(rows):

@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from evalsuite.datasets import require_path
+from evalsuite.datasets import load_table
 from evalsuite.errors import DatasetFormatError
 
 Box = tuple[float, float, float, float]
@@ -39,18 +39,7 @@ class RecognitionPage:
 def _load_rows(path: Path, benchmark: str, columns: tuple[str, ...]) -> Any:
     import datasets
 
-    require_path(path, benchmark)
-    if path.is_dir() and (path / "dataset_info.json").exists():
-        table = datasets.load_from_disk(str(path))
-    else:
-        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-        if not files:
-            raise DatasetFormatError(f"{path} holds no .parquet files")
-        table = datasets.Dataset.from_parquet([str(f) for f in files])
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise DatasetFormatError(f"{path} lacks columns {missing} (has {table.column_names})")
-    return table.cast_column("image", datasets.Image())
+    return load_table(path, benchmark, columns).cast_column("image", datasets.Image())
 
 
 def scale_box(box: Any, width: int, height: int) -> Box:

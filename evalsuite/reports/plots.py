@@ -85,8 +85,10 @@ def _draw_bars(axes: Axes, chart: Chart) -> None:
     for index, series in enumerate(chart.series):
         xs = [p.x - 0.36 + (index + 0.5) * width for p in series.points]
         errors = [
-            [p.y - p.low if p.low is not None else 0 for p in series.points],
-            [p.high - p.y if p.high is not None else 0 for p in series.points],
+            # clamped: a point's interval need not contain the plotted value (rounding, or an
+            # interval of another aggregate), and matplotlib rejects negative error bars
+            [max(0.0, p.y - p.low) if p.low is not None else 0 for p in series.points],
+            [max(0.0, p.high - p.y) if p.high is not None else 0 for p in series.points],
         ]
         axes.bar(xs, [p.y for p in series.points], width=width * 0.92,
                  color=series.colour_at(index), label=series.label,
