@@ -44,7 +44,9 @@ def test_gpu_benchmarks_skip_cleanly_without_cuda(tmp_path):
 
 
 def test_quality_selected_by_keyword(tmp_path):
-    done = run_pytest("benches", "-k", "quality", "--collect-only", "-q")
+    done = run_pytest(
+        "benches", "-k", "quality", "--collect-only", "-q", "--report-dir", str(tmp_path)
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     assert ids and all(line.startswith("benches/test_quality.py::") for line in ids)
