@@ -10,10 +10,15 @@ drops) and an improvement (render_configs replay color_low_contrast: vision answ
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from pathlib import Path
+
+import jsonschema
+from referencing import Registry, Resource
 
 from evalsuite.metrics import edit_precision
 from evalsuite.reports.history import append_history
@@ -227,3 +232,37 @@ def _quality(run: int) -> list[BenchmarkRecord]:
         _qa_record("quality", "tiny-deepseek-ocr-2", "mode=small", condition, outcomes)
         for condition, outcomes in (("text", text), ("vision", vision))
     ]
+
+
+# --- helpers of several report tests ------------------------------------------------------
+
+
+def schema_validator(name: str) -> jsonschema.Draft202012Validator:
+    """A validator of ``schema/<name>.schema.json`` that resolves references to its sibling."""
+    folder = resources.files("evalsuite.reports").joinpath("schema")
+    schemas = {
+        item: json.loads(folder.joinpath(f"{item}.schema.json").read_text("utf-8"))
+        for item in ("results", "history")
+    }
+    registry = Registry().with_resources(
+        (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values()
+    )
+    jsonschema.Draft202012Validator.check_schema(schemas[name])
+    return jsonschema.Draft202012Validator(schemas[name], registry=registry)
+
+
+def expected_charts(runs: list) -> dict[str, int]:
+    """Charts per benchmark, counted from the built records: a trend chart per metric (not per
+    group), a compression curve where pages have one, a bar chart per metric that both QA
+    conditions have, a bar chart per metric aggregated per group."""
+    counts = {}
+    for benchmark in ("fox", "render_configs", "quality"):
+        records = [r for run in runs for r in run.records if r.benchmark == benchmark]
+        metrics = {name for r in records for name in r.metrics if "[" not in name}
+        grouped = {name.split("[")[0] for r in records for name in r.metrics if "[" in name}
+        text = {n for r in records if r.parameter.endswith("condition=text") for n in r.metrics}
+        vision = {n for r in records if r.parameter.endswith("condition=vision")
+                  for n in r.metrics}
+        curve = any("gt_compression" in s.scores for r in records for s in r.samples)
+        counts[benchmark] = len(metrics) + len(text & vision) + len(grouped) + int(curve)
+    return counts

@@ -13,8 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from reports_builder import FOX_ERROR, RENDER_CONFIGS, build_runs, write_reports
-from test_reports_dashboard import expected_charts
+from reports_builder import (
+    FOX_ERROR,
+    RENDER_CONFIGS,
+    build_runs,
+    expected_charts,
+    write_reports,
+)
 
 from evalsuite.reports import compare, dashboard
 

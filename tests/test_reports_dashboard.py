@@ -10,7 +10,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from reports_builder import FOX_ERROR, RENDER_CONFIGS, build_runs, write_reports
+from reports_builder import (
+    FOX_ERROR,
+    RENDER_CONFIGS,
+    build_runs,
+    expected_charts,
+    write_reports,
+)
 
 from evalsuite.reports import dashboard
 from evalsuite.reports.history import read_history
@@ -18,23 +24,6 @@ from evalsuite.reports.svg import nice_ticks, tick_label
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def expected_charts(runs: list) -> dict[str, int]:
-    """Charts per benchmark, counted from the built records: a trend chart per metric (not per
-    group), a compression curve where pages have one, a bar chart per metric that both QA
-    conditions have, a bar chart per metric aggregated per group."""
-    counts = {}
-    for benchmark in ("fox", "render_configs", "quality"):
-        records = [r for run in runs for r in run.records if r.benchmark == benchmark]
-        metrics = {name for r in records for name in r.metrics if "[" not in name}
-        grouped = {name.split("[")[0] for r in records for name in r.metrics if "[" in name}
-        text = {n for r in records if r.parameter.endswith("condition=text") for n in r.metrics}
-        vision = {n for r in records if r.parameter.endswith("condition=vision")
-                  for n in r.metrics}
-        curve = any("gt_compression" in s.scores for r in records for s in r.samples)
-        counts[benchmark] = len(metrics) + len(text & vision) + len(grouped) + int(curve)
-    return counts
 
 
 @pytest.fixture(scope="module")

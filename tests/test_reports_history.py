@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock, Timeout
-from reports_builder import build_runs
-from test_reports_results import schema_validator
+from reports_builder import build_runs, schema_validator
 
 from evalsuite.reports.history import (
     HistoryWarning,

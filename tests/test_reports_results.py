@@ -8,13 +8,10 @@ import re
 import shutil
 import subprocess
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
-from referencing import Registry, Resource
-from reports_builder import build_runs
+from reports_builder import build_runs, schema_validator
 
 from evalsuite.reports.history import read_history
 from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
@@ -30,20 +27,6 @@ from evalsuite.reports.results import (
     write_part,
     write_results,
 )
-
-
-def schema_validator(name: str) -> jsonschema.Draft202012Validator:
-    """A validator of ``schema/<name>.schema.json`` that resolves references to its sibling."""
-    folder = resources.files("evalsuite.reports").joinpath("schema")
-    schemas = {
-        item: json.loads(folder.joinpath(f"{item}.schema.json").read_text("utf-8"))
-        for item in ("results", "history")
-    }
-    registry = Registry().with_resources(
-        (schema["$id"], Resource.from_contents(schema)) for schema in schemas.values()
-    )
-    jsonschema.Draft202012Validator.check_schema(schemas[name])
-    return jsonschema.Draft202012Validator(schemas[name], registry=registry)
 
 
 def metadata(run_id: str = "20251101T020000Z-abcdef") -> RunMetadata:

@@ -218,7 +218,8 @@ def compression_curve(
 
 def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list[Chart]:
     """For records that differ only in their condition (text or vision), one grouped bar chart
-    per metric that both conditions have; a group per engine x rest of the parameter."""
+    per metric that both conditions have (and that is not zero everywhere); a group per
+    engine x rest of the parameter."""
     pairs: dict[tuple[str, str], dict[str, BenchmarkRecord]] = {}
     for record in records:
         parsed = parse_parameter(record.parameter)
@@ -247,6 +248,8 @@ def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list
                     points.append(ChartPoint(index, summary.value, summary.ci_low,
                                              summary.ci_high, f"{groups[index]}: n={summary.n}"))
             bars.append(ChartSeries(condition, tuple(points)))
+        if not all(bar.points for bar in bars) or _all_zero(bars):
+            continue  # one condition lacks it, or there is no bar to draw
         direction = next(iter(complete.values()))["vision"].metrics[metric].direction
         charts.append(Chart(
             "bars", slug(benchmark, "text-vision", metric), f"{metric}: text vs vision",
@@ -262,7 +265,8 @@ def group_bars(
     colours: Mapping[str, str] | None = None,
 ) -> list[Chart]:
     """One bar chart per metric aggregated per group (``metric[group]``): groups along x, a bar
-    per engine x parameter."""
+    per engine x parameter. A metric that is zero everywhere (say, no empty output anywhere)
+    has no bar to draw and gets no chart."""
     grouped: dict[str, dict[str, None]] = {}
     for record in records:
         for name in record.metrics:
@@ -285,6 +289,8 @@ def group_bars(
                 full = f"{record.engine} {record.parameter}".strip()
                 colour = (colours or {}).get(full, "")
                 bars.append(ChartSeries(name, tuple(points), colour=colour))
+        if _all_zero(bars):
+            continue
         direction = next(
             s.direction for r in records for n, s in r.metrics.items()
             if split_grouped(n)[0] == metric
@@ -311,6 +317,10 @@ def compact_labels(keys: Sequence[tuple[str, str]]) -> list[str]:
             shown = f"{engine} {shown or parameter}".strip()
         labels.append(shown)
     return labels
+
+
+def _all_zero(series: Sequence[ChartSeries]) -> bool:
+    return all(point.y == 0 for s in series for point in s.points)
 
 
 def _natural(text: str) -> tuple[float, str]:

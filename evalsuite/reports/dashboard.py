@@ -205,8 +205,10 @@ def _run_facts(run: RunMetadata) -> str:
         ("command", run.command or MISSING),
     ]
     items = "".join(
-        f"<div><dt>{escape(name)}</dt><dd><code>{escape(value)}</code></dd></div>"
-        if name in {"newest run", "commit", "command"}
+        f'<div class="wide"><dt>{escape(name)}</dt><dd><code>{escape(value)}</code></dd></div>'
+        if name == "command"
+        else f"<div><dt>{escape(name)}</dt><dd><code>{escape(value)}</code></dd></div>"
+        if name in {"newest run", "commit"}
         else f"<div><dt>{escape(name)}</dt><dd>{escape(value)}</dd></div>"
         for name, value in facts
     )

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 DPI = 110
+LEGEND_COLUMNS = 3
 
 
 def write_pngs(charts: Sequence[Chart], folder: str | Path) -> list[Path]:
-    """One ``<chart_id>.png`` per chart in ``folder`` (created when missing); returns the paths."""
+    """One ``<chart_id>.png`` per chart in ``folder`` (created when missing); PNGs of charts that
+    are gone are removed, so the folder shows the current dashboard only. Returns the paths."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -31,7 +33,9 @@ def write_pngs(charts: Sequence[Chart], folder: str | Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in charts:
-        figure, axes = plt.subplots(figsize=(6.4, 3.6), dpi=DPI, layout="constrained")
+        legend_rows = -(-len(chart.series) // LEGEND_COLUMNS)
+        size = (6.4, 3.4 + 0.2 * legend_rows)
+        figure, axes = plt.subplots(figsize=size, dpi=DPI, layout="constrained")
         try:
             _draw(axes, chart)
             path = folder / f"{chart.chart_id}.png"
@@ -39,6 +43,8 @@ def write_pngs(charts: Sequence[Chart], folder: str | Path) -> list[Path]:
             written.append(path)
         finally:
             plt.close(figure)
+    for stale in set(folder.glob("*.png")) - set(written):
+        stale.unlink()
     return written
 
 
@@ -59,7 +65,8 @@ def _draw(axes: Axes, chart: Chart) -> None:
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     if chart.series:
-        axes.legend(fontsize=7, frameon=False, loc="best")
+        axes.figure.legend(fontsize=7, frameon=False, loc="outside lower center",
+                           ncols=min(LEGEND_COLUMNS, len(chart.series)))
 
 
 def _draw_line(axes: Axes, series: ChartSeries, colour: str, *, bands: bool) -> None:

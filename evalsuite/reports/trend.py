@@ -4,7 +4,8 @@ One table per benchmark x metric: for every engine x parameter its last N values
 95% interval, the change against the run before, and a flag when that change is a regression
 or an improvement by the golden gate's statistics (see :mod:`evalsuite.reports.series`).
 ``--fail-on-regression`` exits 1 when the newest run regressed against the previous comparable
-run of any shown series, for CI.
+run of any shown series, for CI. Per-group aggregates (``edit_precision[600-700]``) are shown
+and judged only with ``--groups`` or when ``--metric`` names one.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", type=float, default=None,
                         help="tolerance for means without a golden entry (default: half the "
                              "previous run's 95%% interval)")
+    parser.add_argument("--groups", action="store_true",
+                        help="also show per-group aggregates such as edit_precision[600-700]")
     parser.add_argument("--fail-on-regression", action="store_true",
                         help="exit 1 when the newest run regressed against the previous "
                              "comparable run")
@@ -60,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     if args.tolerance is not None and args.tolerance < 0:
         print("evalsuite trend: --tolerance must be >= 0", file=sys.stderr)
         return 2
-    series = select_series(collect_series(entries), args.benchmark, args.metric)
+    series = select_series(
+        collect_series(entries), args.benchmark, args.metric, groups=args.groups
+    )
     if not series:
         what = " ".join(
             f"--{name} {value}"
@@ -79,13 +84,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def select_series(
-    series: Mapping[SeriesKey, Sequence[Point]], benchmark: str | None, metric: str | None
+    series: Mapping[SeriesKey, Sequence[Point]],
+    benchmark: str | None,
+    metric: str | None,
+    *,
+    groups: bool = False,
 ) -> dict[SeriesKey, Sequence[Point]]:
+    """The series of ``benchmark`` and ``metric`` (all when None); per-group aggregates
+    (``metric[group]``) only with ``groups`` or when ``metric`` names one."""
     return {
         key: points
         for key, points in series.items()
         if (benchmark is None or key.benchmark == benchmark)
-        and (metric is None or key.metric == metric)
+        and (key.metric == metric if metric is not None else groups or "[" not in key.metric)
     }
 
 
