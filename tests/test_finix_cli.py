@@ -31,6 +31,19 @@ def run_cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProc
     )
 
 
+def run_example(output: Path) -> subprocess.CompletedProcess[str]:
+    """The documented quick check: the bundled example, names allowed to differ."""
+    return run_cli(
+        "--gt_dir",
+        FIXTURES / "gt",
+        "--pred_dir",
+        FIXTURES / "pred",
+        "--output_json",
+        output,
+        "--allow_name_mismatch",
+    )
+
+
 def assert_same_json(actual: Any, expected: Any, where: str = "$") -> None:
     """Equal structure and values; floats to 1e-9 relative (the last digits may vary by CPU)."""
     if isinstance(expected, float) and isinstance(actual, (int, float)):
@@ -49,15 +62,7 @@ def assert_same_json(actual: Any, expected: Any, where: str = "$") -> None:
 
 def test_cli_reproduces_the_documented_example_output(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    done = run_cli(
-        "--gt_dir",
-        FIXTURES / "gt",
-        "--pred_dir",
-        FIXTURES / "pred",
-        "--output_json",
-        output,
-        "--allow_name_mismatch",
-    )
+    done = run_example(output)
     assert done.returncode == 0, done.stderr
     expected = json.loads((FIXTURES / "expected_output.json").read_text(encoding="utf-8"))
     assert_same_json(json.loads(output.read_text(encoding="utf-8")), expected)
@@ -161,15 +166,7 @@ def test_binary_and_huge_predictions_are_recorded_failed_pages(tmp_path: Path) -
 def test_unwritable_output_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
-    done = run_cli(
-        "--gt_dir",
-        FIXTURES / "gt",
-        "--pred_dir",
-        FIXTURES / "pred",
-        "--output_json",
-        blocker / "out.json",
-        "--allow_name_mismatch",
-    )
+    done = run_example(blocker / "out.json")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "cannot write" in done.stderr
 
