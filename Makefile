@@ -7,7 +7,7 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps test bench lint perf clean
+.PHONY: setup system-deps test bench lint perf clean deepseek-ocr-env
 
 setup: $(STAMP)
 
@@ -48,6 +48,25 @@ perf: setup
 
 lint: setup
 	$(BIN)/ruff check .
+
+# deepseek-ocr runs DeepSeek-OCR's remote code, written for transformers 4.46: it gets a virtualenv
+# of its own, with the pins of pyproject's `deepseek-ocr` extra and evalsuite installed into it:
+#   make deepseek-ocr-env DEEPSEEK_OCR_TORCH_SPEC='torch==2.6.0 torchvision==0.21.0'
+#   .venv-deepseek-ocr/bin/evalsuite serve --engine deepseek-ocr
+# DEEPSEEK_OCR_TORCH_SPEC: pip arguments for torch and the torchvision built for it; on a CUDA
+# machine your CUDA pair (above: DeepSeek's tested torch 2.6.0, cu124 wheels from PyPI). The
+# default, TORCH_SPEC without torchvision, builds an environment that installs and reports what
+# it lacks, but cannot run the model.
+DEEPSEEK_OCR_VENV := .venv-deepseek-ocr
+DEEPSEEK_OCR_TORCH_SPEC ?= $(TORCH_SPEC)
+
+deepseek-ocr-env: $(DEEPSEEK_OCR_VENV)/.evalsuite-installed
+
+$(DEEPSEEK_OCR_VENV)/.evalsuite-installed: pyproject.toml Makefile
+	test -x $(DEEPSEEK_OCR_VENV)/bin/python || $(PYTHON) -m venv $(DEEPSEEK_OCR_VENV)
+	$(DEEPSEEK_OCR_VENV)/bin/pip install -q $(DEEPSEEK_OCR_TORCH_SPEC)
+	$(DEEPSEEK_OCR_VENV)/bin/pip install -q -e '.[deepseek-ocr]'
+	touch $@
 
 clean:
 	rm -rf $(VENV) build *.egg-info .hypothesis

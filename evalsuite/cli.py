@@ -11,10 +11,12 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("evalsuite.single_image", "run an engine on one page image and score it"),
     "finix": ("evalsuite.finix", "score a directory of markdown predictions (FinixDocBench)"),
-    "data": ("evalsuite.datasets.fetch", "download public benchmark data"),
+    "data": ("evalsuite.commands.data", "download benchmark data, or list what is present"),
+    "golden": ("evalsuite.commands.golden", "accept measured golden entries"),
     "trend": ("evalsuite.reports.trend", "show how scores moved over the last runs"),
     "report": ("evalsuite.reports.dashboard", "write the static HTML dashboard"),
     "compare": ("evalsuite.reports.compare", "rank OCR outputs of several models against gt.txt"),
+    "serve": ("evalsuite.serving.cli", "serve an engine over an OpenAI-compatible HTTP API"),
 }
 
 

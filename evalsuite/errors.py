@@ -33,3 +33,10 @@ class DatasetFormatError(EvalsuiteError, ValueError):
 
 class GoldenError(EvalsuiteError):
     """A golden file is missing an entry or is malformed."""
+
+
+class UnknownBenchmarkError(EvalsuiteError, KeyError):
+    """No benchmark (or data source of a benchmark) is registered under the requested name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -1,37 +1,50 @@
-"""Golden thresholds: one JSON file per benchmark under ``golden/``, and the gate that checks a
-run's aggregates against them.
+"""Golden thresholds: one JSON file per benchmark under ``golden/``, the gate that checks a run's
+aggregates against them, and the updates that set them.
 
-An entry is keyed by engine x parameter x metric and holds the golden value, its n, the
-direction (higher or lower is better), the tolerance, the metric kind, and provenance (when, from
-which commit, and its source: ``measured``, ``paper`` or ``recordings``).
+An entry is keyed by engine (label) x data x parameter x metric and holds the golden value, its
+n, the direction (higher or lower is better), the tolerance, the metric kind, and provenance
+(when, from which commit, and its source: ``measured``, ``paper`` or ``recordings``). ``data``
+names the samples the value was measured on (``fixtures``, ``fox@<revision>``…), so a run on
+other samples never meets a golden made on different ones.
 
 The gate: a proportion fails only when the drop is significant at the 95% level (one-sided exact
 binomial test against the golden proportion, see :func:`evalsuite.stats.compare_proportion`); a
-mean fails when it is worse than golden by more than its tolerance.
+mean fails when it is worse than golden by more than its tolerance. A metric without an entry
+fails too; its measured entry is written to ``<benchmark>.obtained.json`` beside the golden file
+(pytest-regressions' convention), where ``evalsuite golden accept`` takes it from.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from filelock import FileLock
 
 from evalsuite.errors import GoldenError
-from evalsuite.reports.atomic import atomic_write_text
-from evalsuite.reports.model import MetricSummary, SampleRecord
-from evalsuite.stats import Comparison, compare_mean, compare_proportion
+from evalsuite.records.atomic import atomic_write_text
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
+from evalsuite.stats import Comparison, compare_to_reference
+from evalsuite.textformat import shorten, significant
 
-GOLDEN_FORMAT_VERSION = 1
+GOLDEN_FORMAT_VERSION = 2
+OBTAINED_SUFFIX = ".obtained.json"
+EntryKey = tuple[str, str, str, str]
+GateStatus = Literal["ok", "improved", "regressed", "no golden", "no samples", "not gated"]
+_REQUIRED_FIELDS = ("engine", "data", "parameter", "metric", "value", "n", "direction", "kind")
 
 
 @dataclass(frozen=True)
 class GoldenEntry:
+    """One golden value. ``tolerance`` is the allowed worsening of a mean (absolute) or of a
+    proportion's reference share before the binomial test."""
+
     engine: str
+    data: str
     parameter: str
     metric: str
     value: float
@@ -45,24 +58,23 @@ class GoldenEntry:
     note: str = ""
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return self.engine, self.parameter, self.metric
+    def key(self) -> EntryKey:
+        return self.engine, self.data, self.parameter, self.metric
+
+    def where(self, benchmark: str) -> str:
+        return describe_key(benchmark, self.key)
 
 
-@dataclass
-class GateOutcome:
-    """The verdict on one metric; ``message`` is what a failing test prints."""
-
-    passed: bool
-    message: str
-    comparison: Comparison | None = None
-    entry: GoldenEntry | None = None
+def describe_key(benchmark: str, key: EntryKey) -> str:
+    """``fox [tesseract data=fixtures mode=native] edit_precision``: how messages name a key."""
+    engine, data, parameter, metric = key
+    return f"{benchmark} [{engine} data={data} {parameter}] {metric}"
 
 
 @dataclass
 class GoldenFile:
     benchmark: str
-    entries: dict[tuple[str, str, str], GoldenEntry] = field(default_factory=dict)
+    entries: dict[EntryKey, GoldenEntry] = field(default_factory=dict)
 
     def to_json(self) -> str:
         ordered = [asdict(self.entries[key]) for key in sorted(self.entries)]
@@ -71,7 +83,30 @@ class GoldenFile:
             "format": GOLDEN_FORMAT_VERSION,
             "entries": ordered,
         }
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """An entry added or changed by an update; ``describe`` names every field that changed."""
+
+    benchmark: str
+    old: GoldenEntry | None
+    new: GoldenEntry
+
+    def describe(self) -> str:
+        where = self.new.where(self.benchmark)
+        if self.old is None:
+            return (
+                f"{where}: new, value {significant(self.new.value)}, n {self.new.n}, "
+                f"tolerance {significant(self.new.tolerance)}, kind {self.new.kind}"
+            )
+        parts = [
+            f"{name} {_show(getattr(self.old, name))} -> {_show(getattr(self.new, name))}"
+            for name in ("value", "tolerance", "n", "kind", "direction", "source")
+            if getattr(self.old, name) != getattr(self.new, name)
+        ]
+        return f"{where}: " + ", ".join(parts)
 
 
 class GoldenStore:
@@ -83,112 +118,159 @@ class GoldenStore:
     def path(self, benchmark: str) -> Path:
         return self.directory / f"{benchmark}.json"
 
+    def obtained_path(self, benchmark: str) -> Path:
+        return self.directory / f"{benchmark}{OBTAINED_SUFFIX}"
+
     def load(self, benchmark: str) -> GoldenFile:
-        path = self.path(benchmark)
-        if not path.exists():
-            return GoldenFile(benchmark)
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-            entries = [GoldenEntry(**raw) for raw in document["entries"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise GoldenError(f"golden file {path} is malformed: {exc}") from exc
-        return GoldenFile(benchmark, {entry.key: entry for entry in entries})
+        """The golden file of ``benchmark`` (empty when absent); GoldenError names the file and
+        the entry when it is malformed."""
+        return _load_file(self.path(benchmark), benchmark)
 
-    def update(
-        self,
-        benchmark: str,
-        results: Iterable[tuple[str, str, str, MetricSummary]],
-        *,
-        tolerance: dict[str, float],
-        commit: str,
-        source: str = "measured",
-    ) -> int:
-        """Set the entries that ran (engine, parameter, metric, summary); keep all others.
+    def update(self, benchmark: str, entries: Iterable[GoldenEntry]) -> list[EntryChange]:
+        """Set ``entries``; keep all others. An entry equal to the stored one in value, n,
+        tolerance and kind is left alone (its provenance kept). Read-modify-write under a file
+        lock, written atomically. Returns what changed."""
+        return self._merge(self.path(benchmark), benchmark, entries)
 
-        Read-modify-write under a file lock, written atomically. Returns how many changed.
-        """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.path(benchmark)
+    def write_obtained(self, benchmark: str, entries: Iterable[GoldenEntry]) -> Path:
+        """Add ``entries`` to ``<benchmark>.obtained.json`` (created when missing)."""
+        self._merge(self.obtained_path(benchmark), benchmark, entries)
+        return self.obtained_path(benchmark)
+
+    def accept_obtained(self, benchmark: str) -> list[EntryChange]:
+        """Move every entry of ``<benchmark>.obtained.json`` into the golden file and delete
+        the obtained file; GoldenError when there is none."""
+        obtained = self.obtained_path(benchmark)
+        if not obtained.is_file():
+            raise GoldenError(f"no obtained golden entries at {obtained}")
+        changes = self.update(benchmark, _load_file(obtained, benchmark).entries.values())
+        obtained.unlink()
+        return changes
+
+    def obtained_benchmarks(self) -> list[str]:
+        """Benchmarks with an ``.obtained.json`` file waiting to be accepted."""
+        return sorted(
+            path.name.removesuffix(OBTAINED_SUFFIX)
+            for path in self.directory.glob(f"*{OBTAINED_SUFFIX}")
+        )
+
+    def snapshot(self) -> dict[str, GoldenFile]:
+        """Every golden file of the directory, loaded (to diff before/after an update)."""
+        if not self.directory.is_dir():
+            return {}
+        return {
+            path.stem: self.load(path.stem)
+            for path in sorted(self.directory.glob("*.json"))
+            if not path.name.endswith(OBTAINED_SUFFIX)
+        }
+
+    def _merge(
+        self, path: Path, benchmark: str, entries: Iterable[GoldenEntry]
+    ) -> list[EntryChange]:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(path) + ".lock"):
-            golden = self.load(benchmark)
-            changed = 0
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            for engine, parameter, metric, summary in results:
-                if summary.value is None:
+            golden = _load_file(path, benchmark)
+            changes = []
+            for entry in entries:
+                old = golden.entries.get(entry.key)
+                if old is not None and _same_value(old, entry):
                     continue
-                old = golden.entries.get((engine, parameter, metric))
-                new = GoldenEntry(
-                    engine=engine,
-                    parameter=parameter,
-                    metric=metric,
-                    value=float(summary.value),
-                    n=summary.n,
-                    direction=summary.direction,
-                    tolerance=tolerance.get(metric, 0.0),
-                    kind=summary.kind,
-                    set_at=now,
-                    commit=commit,
-                    source=source,
-                )
-                if old is not None and (old.value, old.n) == (new.value, new.n):
-                    continue  # unchanged: keep its provenance
-                golden.entries[new.key] = new
-                changed += 1
-            if changed:
+                golden.entries[entry.key] = entry
+                changes.append(EntryChange(benchmark, old, entry))
+            if changes:
                 atomic_write_text(path, golden.to_json())
-        return changed
+        return changes
 
 
-def check_metric(
-    entry: GoldenEntry | None,
-    summary: MetricSummary,
-    *,
+def diff_snapshots(before: Mapping[str, GoldenFile], after: Mapping[str, GoldenFile]) -> list[str]:
+    """One line per entry added or changed between two snapshots, naming every changed field."""
+    lines = []
+    for benchmark in sorted(after):
+        old_entries = before.get(benchmark, GoldenFile(benchmark)).entries
+        for key, new in sorted(after[benchmark].entries.items()):
+            old = old_entries.get(key)
+            if old is None or not _same_value(old, new):
+                lines.append(EntryChange(benchmark, old, new).describe())
+    return lines
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict on one metric of a record; ``message`` is what a failing test prints."""
+
+    metric: str
+    status: GateStatus
+    current: MetricSummary
+    entry: GoldenEntry | None = None
+    comparison: Comparison | None = None
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("regressed", "no golden", "no samples")
+
+    def to_dict(self) -> dict[str, Any]:
+        """What results.json keeps of the verdict (the record's ``gates``)."""
+        comparison = self.comparison
+        return {
+            "status": self.status,
+            "golden": None if self.entry is None else self.entry.value,
+            "golden_n": None if self.entry is None else self.entry.n,
+            "tolerance": None if self.entry is None else self.entry.tolerance,
+            "delta": None if comparison is None else comparison.delta,
+            "test": None if comparison is None else comparison.test,
+            "p_value": None if comparison is None else comparison.p_value,
+        }
+
+
+def gate_metric(
     benchmark: str,
-    engine: str,
-    parameter: str,
+    record: BenchmarkRecord,
     metric: str,
-    samples: Sequence[SampleRecord] = (),
-    update_command: str = "",
-) -> GateOutcome:
-    """Gate one aggregate against its golden entry; the message names everything a reader needs."""
-    where = f"{benchmark} [{engine} {parameter}] {metric}"
+    entry: GoldenEntry | None,
+) -> GateResult:
+    """Gate ``record.metrics[metric]`` against ``entry``; a failing verdict's message names the
+    golden, current value, delta, n, test and p-value, then the worst samples."""
+    summary = record.metrics[metric]
+    where = describe_key(benchmark, (record.engine, record.data, record.parameter, metric))
     if entry is None:
-        return GateOutcome(
-            False,
-            f"{where}: no golden entry. Create it with:\n    {update_command}",
-        )
+        return GateResult(metric, "no golden", summary, message=f"{where}: no golden entry")
     if summary.value is None or summary.n == 0:
-        return GateOutcome(False, f"{where}: no samples were scored (n=0)", entry=entry)
-    if entry.kind == "proportion":
-        comparison = compare_proportion(
-            entry.value, summary.value, summary.n, entry.direction, tolerance=entry.tolerance
+        return GateResult(
+            metric, "no samples", summary, entry,
+            message=f"{where}: no sample was scored (n=0), nothing to compare with golden "
+            f"{significant(entry.value)}",
         )
-    else:
-        comparison = compare_mean(
-            entry.value, summary.value, entry.direction, tolerance=entry.tolerance
-        )
+    comparison = compare_to_reference(
+        entry.value, replace(summary, direction=entry.direction), tolerance=entry.tolerance,
+        kind=entry.kind,
+    )
+    if comparison is None:
+        return GateResult(metric, "not gated", summary, entry)
     if not comparison.regressed:
-        return GateOutcome(True, f"{where}: ok", comparison, entry)
+        status: GateStatus = "improved" if comparison.improved else "ok"
+        return GateResult(metric, status, summary, entry, comparison)
+    p_value = "" if comparison.p_value is None else f", p={significant(comparison.p_value, 3)}"
     lines = [
         f"{where} regressed ({entry.direction} is better)",
-        f"  golden  {entry.value:.4f} (n={entry.n}, set {entry.set_at} at {entry.commit[:10]},"
-        f" source {entry.source})",
-        f"  current {summary.value:.4f} (n={summary.n})",
-        f"  delta   {comparison.delta:+.4f}",
-        f"  test    {comparison.test}"
-        + (f", p={comparison.p_value:.3g}" if comparison.p_value is not None else ""),
+        f"  golden  {significant(entry.value)} (n={entry.n}, set {entry.set_at} at "
+        f"{entry.commit[:10]}, source {entry.source})",
+        f"  current {significant(summary.value)} (n={summary.n})",
+        f"  delta   {significant(comparison.delta, signed=True)}",
+        f"  test    {comparison.test}{p_value}",
     ]
-    worst = worst_samples(samples, metric, entry.direction)
+    worst = worst_samples(record.samples, metric, entry.direction)
     if worst:
         lines.append("  worst samples:")
         lines.extend(f"    {line}" for line in worst)
-    return GateOutcome(False, "\n".join(lines), comparison, entry)
+    return GateResult(metric, "regressed", summary, entry, comparison, "\n".join(lines))
 
 
 def worst_samples(
     samples: Sequence[SampleRecord], metric: str, direction: str, limit: int = 5
 ) -> list[str]:
-    """The ``limit`` samples that score worst on ``metric`` (failed samples first)."""
+    """The ``limit`` samples that score worst on ``metric`` (failed samples first), each with
+    its score, what was expected and what the engine said (80 characters each)."""
     scored: list[tuple[float, SampleRecord]] = []
     for sample in samples:
         value = sample.scores.get(metric)
@@ -199,32 +281,108 @@ def worst_samples(
     scored.sort(key=lambda pair: pair[0])
     lines = []
     for _, sample in scored[:limit]:
-        detail = f"error: {sample.error}" if sample.error else f"{metric}={sample.scores[metric]}"
-        lines.append(f"{sample.sample_id}: {detail}")
+        if sample.error:
+            lines.append(f"{sample.sample_id}: failed: {shorten(sample.error, 200)}")
+            continue
+        extra = "".join(
+            f", {name}={_show(value)}" for name, value in sample.details.get("explain", {}).items()
+        )
+        lines.append(
+            f"{sample.sample_id}: {metric}={significant(sample.scores[metric])}{extra}; "
+            f"expected {shorten(sample.reference)!s}; got {shorten(sample.prediction)!s}"
+        )
     return lines
 
 
-def summarize_entries(golden: GoldenFile) -> list[dict[str, Any]]:
-    """The entries as plain dicts (for reports and the dashboard)."""
-    return [asdict(golden.entries[key]) for key in sorted(golden.entries)]
+def entries_from_record(
+    record: BenchmarkRecord,
+    metrics: Iterable[str],
+    *,
+    tolerance: Callable[[str, GoldenEntry | None], float],
+    existing: GoldenFile,
+    commit: str,
+    source: str = "measured",
+    now: datetime | None = None,
+) -> list[GoldenEntry]:
+    """Golden entries of ``metrics`` as ``record`` measured them. ``tolerance(metric, old)``
+    gives each entry's tolerance (the caller keeps an old entry's unless told otherwise);
+    metrics without a value or a better direction give none."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    entries = []
+    for metric in metrics:
+        summary = record.metrics[metric]
+        if summary.value is None or summary.direction is None:
+            continue
+        key = (record.engine, record.data, record.parameter, metric)
+        entries.append(
+            GoldenEntry(
+                engine=record.engine,
+                data=record.data,
+                parameter=record.parameter,
+                metric=metric,
+                value=float(summary.value),
+                n=summary.n,
+                direction=summary.direction,
+                tolerance=tolerance(metric, existing.entries.get(key)),
+                kind=summary.kind,
+                set_at=stamp,
+                commit=commit,
+                source=source,
+            )
+        )
+    return entries
 
 
-def snapshot(store: GoldenStore) -> dict[str, GoldenFile]:
-    """Every golden file of ``store``'s directory, loaded (to diff before/after an update)."""
-    if not store.directory.is_dir():
-        return {}
-    return {path.stem: store.load(path.stem) for path in sorted(store.directory.glob("*.json"))}
+def _load_file(path: Path, benchmark: str) -> GoldenFile:
+    if not path.exists():
+        return GoldenFile(benchmark)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GoldenError(f"golden file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict) or not isinstance(document.get("entries"), list):
+        raise GoldenError(f"golden file {path} must be an object with an 'entries' list")
+    if document.get("format") != GOLDEN_FORMAT_VERSION:
+        raise GoldenError(
+            f"golden file {path} has format {document.get('format')!r}; this evalsuite reads "
+            f"format {GOLDEN_FORMAT_VERSION}"
+        )
+    known = {f.name for f in fields(GoldenEntry)}
+    golden = GoldenFile(benchmark)
+    for index, raw in enumerate(document["entries"]):
+        entry = _entry(raw, known, f"golden file {path}, entry {index}")
+        if entry.key in golden.entries:
+            raise GoldenError(f"golden file {path}, entry {index}: duplicate key {entry.key}")
+        golden.entries[entry.key] = entry
+    return golden
 
 
-def diff_snapshots(before: dict[str, GoldenFile], after: dict[str, GoldenFile]) -> list[str]:
-    """One line per golden entry that was added or whose value or n changed."""
-    lines = []
-    for benchmark in sorted(after):
-        old_entries = before.get(benchmark, GoldenFile(benchmark)).entries
-        for key, new in sorted(after[benchmark].entries.items()):
-            old = old_entries.get(key)
-            if old is not None and (old.value, old.n) == (new.value, new.n):
-                continue
-            was = "(new)" if old is None else f"{old.value:g} (n={old.n})"
-            lines.append(f"{benchmark} {' '.join(key)}: {was} -> {new.value:g} (n={new.n})")
-    return lines
+def _entry(raw: Any, known: set[str], where: str) -> GoldenEntry:
+    if not isinstance(raw, dict):
+        raise GoldenError(f"{where}: expected an object, got {type(raw).__name__}")
+    missing = [name for name in _REQUIRED_FIELDS if name not in raw]
+    unknown = sorted(set(raw) - known)
+    if missing or unknown:
+        raise GoldenError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+    for name in ("engine", "data", "parameter", "metric", "direction", "kind"):
+        if not isinstance(raw[name], str):
+            raise GoldenError(f"{where}: field {name!r} must be a string, got {raw[name]!r}")
+    for name in ("value", "tolerance"):
+        value = raw.get(name, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise GoldenError(f"{where}: field {name!r} must be a number, got {value!r}")
+    if isinstance(raw["n"], bool) or not isinstance(raw["n"], int) or raw["n"] < 0:
+        raise GoldenError(f"{where}: field 'n' must be a count, got {raw['n']!r}")
+    if raw["direction"] not in ("higher", "lower") or raw["kind"] not in ("mean", "proportion"):
+        raise GoldenError(f"{where}: direction must be higher|lower and kind mean|proportion")
+    return GoldenEntry(**{"tolerance": 0.0, "set_at": "", "commit": "", **raw})
+
+
+def _same_value(old: GoldenEntry, new: GoldenEntry) -> bool:
+    return (old.value, old.n, old.tolerance, old.kind, old.direction) == (
+        new.value, new.n, new.tolerance, new.kind, new.direction
+    )
+
+
+def _show(value: Any) -> str:
+    return significant(value) if isinstance(value, (int, float)) or value is None else str(value)

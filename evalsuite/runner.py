@@ -1,26 +1,24 @@
 """Runs an engine over a benchmark's samples and turns the outcomes into a BenchmarkRecord.
 
 Benchmarks supply samples and a scorer (a function of sample and engine result returning scores
-computed with :mod:`evalsuite.metrics`); this module handles batching, the per-session result
-cache, failures (recorded with their error and scored as the worst value, so they count against
-the aggregate), the empty/degenerate output shares, and the aggregates with their intervals.
+computed with :mod:`evalsuite.metrics`); this module handles batching (all samples at once, in
+batches of the engine's preferred size), the per-session result cache (identical requests are
+computed once), failures (recorded with their error and scored as the worst value, so they
+count against the aggregate), the empty/degenerate output shares, and the aggregates with their
+intervals.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
-
-from PIL import Image
 
 from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, iter_batches
 from evalsuite.metrics.repetition import is_degenerate
-from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
+from evalsuite.records.model import BenchmarkRecord, Direction, MetricSummary, SampleRecord
 from evalsuite.stats import summarize_mean, summarize_proportion, summarize_weighted_mean
 
 Score = float | int | bool | None
@@ -31,19 +29,27 @@ class MetricSpec:
     """How a metric aggregates and gates: a proportion of true outcomes or a mean of values.
 
     With ``weight`` (the name of another per-sample score), a mean is weighted:
-    Σ value·weight / Σ weight.
+    Σ value·weight / Σ weight. ``direction`` None marks a descriptive metric (a token count):
+    reported, never gated.
     """
 
     name: str
     kind: Literal["proportion", "mean"] = "mean"
-    direction: Literal["higher", "lower"] = "higher"
+    direction: Direction | None = "higher"
     tolerance: float = 0.0
     gate: bool = True
     weight: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.direction is None and self.gate:
+            raise ValueError(f"metric {self.name!r} has no better direction and cannot be gated")
+
     @property
     def worst(self) -> Score:
-        """The value a failed sample scores: it counts against the aggregate."""
+        """The value a failed sample scores: it counts against the aggregate (None for a
+        descriptive metric, which a failed sample simply lacks)."""
+        if self.direction is None:
+            return None
         if self.kind == "proportion":
             return self.direction == "lower"
         return 0.0 if self.direction == "higher" else 1.0
@@ -52,6 +58,13 @@ class MetricSpec:
 EMPTY_OUTPUT = MetricSpec("empty_output_rate", "proportion", "lower")
 DEGENERATE_OUTPUT = MetricSpec("degenerate_output_rate", "proportion", "lower")
 OUTPUT_HEALTH = (EMPTY_OUTPUT, DEGENERATE_OUTPUT)
+
+
+def with_output_health(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
+    """``specs`` plus the empty- and degenerate-output shares, which every benchmark reports
+    and gates (unless it declares them itself)."""
+    names = {spec.name for spec in specs}
+    return [*specs, *(spec for spec in OUTPUT_HEALTH if spec.name not in names)]
 
 
 @dataclass(frozen=True)
@@ -64,22 +77,37 @@ class Sample:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
-Scorer = Callable[[Sample, InferenceResult], Mapping[str, Score]]
+@dataclass(frozen=True)
+class Scored:
+    """A scorer's answer when it also explains a score: ``explain`` (e.g. the gold option and
+    the parsed choice of a QA sample) is shown next to the sample in gate messages."""
+
+    scores: Mapping[str, Score]
+    explain: Mapping[str, Any] = field(default_factory=dict)
+
+
+Scorer = Callable[[Sample, InferenceResult], "Mapping[str, Score] | Scored"]
 
 
 class ResultCache:
-    """Engine results by content hash (engine, request key, prompt, image bytes), per session."""
+    """Engine results of one session by request content (engine, image bytes, prompt, mode;
+    plus the request's replay key for engines whose output depends on it, like replay)."""
 
     def __init__(self) -> None:
         self._results: dict[str, InferenceResult] = {}
 
     @staticmethod
-    def key(engine_name: str, request: InferenceRequest) -> str:
-        digest = hashlib.sha256()
-        digest.update(engine_name.encode())
-        digest.update(json.dumps(request.replay_key(), sort_keys=True, default=str).encode())
-        digest.update(_image_digest(request.image).encode())
-        return digest.hexdigest()
+    def key(engine_label: str, engine: Engine, request: InferenceRequest) -> str:
+        identity: dict[str, Any] = {
+            "engine": engine_label,
+            "image": request.image_sha256,
+            "prompt": request.prompt,
+            "mode": request.mode,
+        }
+        if getattr(engine, "keyed_outputs", False):
+            identity["key"] = request.replay_key()
+        text = json.dumps(identity, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def get(self, key: str) -> InferenceResult | None:
         return self._results.get(key)
@@ -89,35 +117,42 @@ class ResultCache:
             self._results[key] = result
 
 
-def _image_digest(image: Any) -> str:
-    if image is None:
-        return "no-image"
-    if isinstance(image, Image.Image):
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        return hashlib.sha256(buffer.getvalue()).hexdigest()
-    return hashlib.sha256(Path(image).read_bytes()).hexdigest()
+@dataclass(frozen=True)
+class Inferred:
+    """Results in request order, and how many requests went to the engine (the rest came from
+    the cache or repeated a request of the same call)."""
+
+    results: list[InferenceResult]
+    model_calls: int
 
 
 def infer_all(
     engine: Engine,
-    engine_name: str,
+    engine_label: str,
     requests: Sequence[InferenceRequest],
     *,
-    batch_size: int = 1,
+    batch_size: int | None = None,
     cache: ResultCache | None = None,
-) -> list[InferenceResult]:
-    """Results for ``requests`` in order, served from ``cache`` where possible."""
-    keys = [ResultCache.key(engine_name, r) for r in requests] if cache else [""] * len(requests)
-    results: list[InferenceResult | None] = [cache.get(k) if cache else None for k in keys]
-    pending = [i for i, result in enumerate(results) if result is None]
-    for batch in iter_batches(pending, batch_size):
-        outputs = engine.infer_batch([requests[i] for i in batch])
-        for index, output in zip(batch, outputs, strict=True):
-            results[index] = output
-            if cache:
-                cache.put(keys[index], output)
-    return [r for r in results if r is not None]
+) -> Inferred:
+    """Results for ``requests`` in order. Each distinct request goes to the engine once, in
+    batches of ``batch_size`` (default: the engine's ``preferred_batch_size``, else 1)."""
+    cache = cache if cache is not None else ResultCache()
+    size = batch_size or getattr(engine, "preferred_batch_size", 1) or 1
+    keys = [ResultCache.key(engine_label, engine, request) for request in requests]
+    results: dict[str, InferenceResult] = {}
+    pending: dict[str, InferenceRequest] = {}
+    for key, request in zip(keys, requests, strict=True):
+        cached = cache.get(key)
+        if cached is not None:
+            results[key] = cached
+        elif key not in pending:
+            pending[key] = request
+    for batch in iter_batches(list(pending), size):
+        outputs = engine.infer_batch([pending[key] for key in batch])
+        for key, output in zip(batch, outputs, strict=True):
+            results[key] = output
+            cache.put(key, output)
+    return Inferred([results[key] for key in keys], len(pending))
 
 
 def score_samples(
@@ -131,16 +166,30 @@ def score_samples(
     for sample, result in zip(samples, results, strict=True):
         error = result.error
         scores: dict[str, Score] = {}
+        explain: dict[str, Any] = {}
         if error is None:
             try:
-                scores = dict(scorer(sample, result))
+                scored = scorer(sample, result)
             except Exception as exc:  # a scoring bug on one sample must be visible, not fatal
                 error = f"scoring failed: {type(exc).__name__}: {exc}"
+            else:
+                if isinstance(scored, Scored):
+                    scores, explain = dict(scored.scores), dict(scored.explain)
+                else:
+                    scores = dict(scored)
         if error is not None:
             scores = {spec.name: spec.worst for spec in specs}
         else:
             scores[EMPTY_OUTPUT.name] = not result.text.strip()
             scores[DEGENERATE_OUTPUT.name] = is_degenerate(result.text)
+        details = {
+            **dict(sample.details),
+            "latency_s": round(result.latency_s, 4),
+            "output_tokens": result.output_tokens,
+            "settings": result.settings,
+        }
+        if explain:
+            details["explain"] = explain
         records.append(
             SampleRecord(
                 sample_id=sample.sample_id,
@@ -148,12 +197,7 @@ def score_samples(
                 error=error,
                 prediction=result.text,
                 reference=sample.reference if isinstance(sample.reference, str) else None,
-                details={
-                    **dict(sample.details),
-                    "latency_s": round(result.latency_s, 4),
-                    "output_tokens": result.output_tokens,
-                    "settings": result.settings,
-                },
+                details=details,
             )
         )
     return records
@@ -180,40 +224,6 @@ def aggregate(
     return summaries
 
 
-def run_benchmark(
-    engine: Engine,
-    samples: Sequence[Sample],
-    scorer: Scorer,
-    specs: Sequence[MetricSpec],
-    *,
-    benchmark: str,
-    engine_name: str,
-    parameter: str,
-    params: Mapping[str, Any] | None = None,
-    batch_size: int = 1,
-    cache: ResultCache | None = None,
-) -> BenchmarkRecord:
-    """Infer, score and aggregate: the whole of one benchmark x engine x parameter."""
-    all_specs = _with_output_health(specs)
-    results = infer_all(
-        engine, engine_name, [s.request for s in samples], batch_size=batch_size, cache=cache
-    )
-    records = score_samples(samples, results, scorer, all_specs)
-    return BenchmarkRecord(
-        benchmark=benchmark,
-        engine=engine_name,
-        parameter=parameter,
-        metrics=aggregate(records, all_specs),
-        samples=records,
-        params=dict(params or {}),
-    )
-
-
-def _with_output_health(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
-    names = {spec.name for spec in specs}
-    return [*specs, *(spec for spec in OUTPUT_HEALTH if spec.name not in names)]
-
-
 def aggregate_by(
     samples: Iterable[SampleRecord],
     group_of: Callable[[SampleRecord], str],
@@ -228,3 +238,37 @@ def aggregate_by(
         for group in sorted(groups)
         for name, summary in aggregate(groups[group], specs).items()
     }
+
+
+def run_benchmark(
+    engine: Engine,
+    samples: Sequence[Sample],
+    scorer: Scorer,
+    specs: Sequence[MetricSpec],
+    *,
+    benchmark: str,
+    engine_label: str,
+    data: str,
+    parameter: str,
+    params: Mapping[str, Any] | None = None,
+    batch_size: int | None = None,
+    cache: ResultCache | None = None,
+) -> BenchmarkRecord:
+    """Infer, score and aggregate: the whole of one benchmark x engine x data x parameter.
+
+    ``params["model_calls"]`` of the record counts the requests that reached the engine.
+    """
+    all_specs = with_output_health(specs)
+    inferred = infer_all(
+        engine, engine_label, [s.request for s in samples], batch_size=batch_size, cache=cache
+    )
+    records = score_samples(samples, inferred.results, scorer, all_specs)
+    return BenchmarkRecord(
+        benchmark=benchmark,
+        engine=engine_label,
+        parameter=parameter,
+        data=data,
+        metrics=aggregate(records, all_specs),
+        samples=records,
+        params={**dict(params or {}), "model_calls": inferred.model_calls},
+    )

@@ -1,8 +1,13 @@
 """``evalsuite eval``: run one engine on one page image and score it against a ground truth.
 
 ``--dry-run`` needs no model: it reports the page's vision-token arithmetic for the mode. Bad
-input (unreadable image or ground truth, unknown engine or mode, no recording) prints one line
-on stderr and exits with 2; an engine failing on the page exits with 1.
+input (unreadable image or ground truth, unknown engine, a mode the engine does not have, no
+recording) prints one line on stderr and exits with 2; an engine failing on the page exits
+with 1.
+
+Without ``--mode`` an engine runs in its default mode (:func:`default_mode`: ``small`` for
+DeepSeek-OCR, ``default`` for DeepSeek-OCR-2, ``native`` for tesseract); ``--dry-run``
+describes ``small``, DeepSeek-OCR's default.
 """
 
 from __future__ import annotations
@@ -14,16 +19,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PROMPT = "<image>\nFree OCR."
+from evalsuite.prompts import FREE_OCR
+from evalsuite.textformat import format_table
+
+DEFAULT_PROMPT = FREE_OCR
 DEFAULT_ENGINE = "deepseek-ocr"
 DEFAULT_EXPERIMENT = "compression"
+PREFERRED_MODE = "small"
+"""The mode an engine runs in without ``--mode`` when it has it (DeepSeek-OCR's usual mode), and
+the mode ``--dry-run`` describes."""
 
 KEY_HELP = """\
 identifying key of the page, for --engine replay and --record: comma-separated FIELD=VALUE pairs,
 e.g. "document=invoice,render_config=font_mono". Default: experiment=compression and
 document=<image file name without extension>; pairs given here add to or override these. VALUE is
-an int when it is all digits (question_id=3), None when it is "null" or empty. The mode (--mode)
-and the prompt (--prompt) complete the key; see the replay engine's lookup rules in the docs."""
+an int when it is all digits (question_id=3), None when it is "null" or empty. The sample id (the
+image file name without extension), the mode (--mode), the prompt (--prompt) and the image's
+SHA-256 complete the key; see the replay engine's lookup rules in the docs."""
 
 EPILOG = """\
 examples:
@@ -31,6 +43,7 @@ examples:
   evalsuite eval --image invoice.png --ground-truth invoice.txt --engine tesseract
   evalsuite eval --image invoice.png --engine replay --mode tiny   # $EVALSUITE_DATA recordings
   evalsuite eval --image page.png --engine deepseek-ocr --model-path DIR --record runs.jsonl
+  evalsuite eval --image page.png --engine deepseek-ocr-2 --mode global
 
 exit status: 0 success, 1 the engine failed on this page, 2 bad input or engine unavailable."""
 
@@ -48,8 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        default="small",
-        help="DeepSeek-OCR resolution mode: tiny, small, base, large, gundam (default small)",
+        help="the engine's resolution mode: DeepSeek-OCR tiny, small, base, large, gundam; "
+        "DeepSeek-OCR-2 default, global; tesseract native (default: small where the engine "
+        "has it, else its first mode; small for --dry-run)",
     )
     parser.add_argument(
         "--engine", default=DEFAULT_ENGINE, help=f"engine name (default {DEFAULT_ENGINE})"
@@ -87,23 +101,95 @@ def run(args: argparse.Namespace) -> int:
 
 
 def dry_run_report(args: argparse.Namespace) -> dict[str, Any]:
-    """Image size, mode settings, tiles and vision tokens; ground-truth counts when given."""
-    from evalsuite.tokens import tile_grid, vision_tokens
+    """Image size, mode settings, tiles and vision tokens; ground-truth counts when given.
+
+    The arithmetic is that of the engine named by ``--engine``, which must support ``--mode``:
+    DeepSeek-OCR's with the engine's own tile cap (``deepseek-ocr``: 9, as its ``infer()``
+    tiles), or DeepSeek-OCR-2's (``deepseek-ocr-2``, ``tiny-deepseek-ocr-2``).
+    """
+    from evalsuite.engines.deepseek_ocr2 import DeepseekOcr2Engine
 
     width, height = _image_size(args.image)
-    settings = _mode(args.mode)
+    engine = _dry_run_engine(args.engine)
+    mode_name = args.mode or PREFERRED_MODE
+    if issubclass(engine, DeepseekOcr2Engine):
+        mode, grid, tokens, max_crops = _ocr2_arithmetic(width, height, mode_name)
+    else:
+        mode, grid, tokens, max_crops = _deepseek_ocr_arithmetic(
+            width, height, mode_name, engine.max_crops
+        )
     ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
-    tokens = vision_tokens(width, height, args.mode)
     report: dict[str, Any] = {
         "image": {"path": str(args.image), "width": width, "height": height},
-        "mode": _mode_dict(settings),
-        "tile_grid": list(tile_grid(width, height)) if settings.crop_mode else None,
-        "vision_tokens": _tokens_dict(tokens),
+        "engine": {"name": engine.name, "max_crops": max_crops},
+        "mode": mode,
+        "tile_grid": grid,
+        "vision_tokens": tokens,
         "dry_run": True,
     }
     if ground_truth is not None:
-        report["ground_truth"] = _ground_truth_dict(args.ground_truth, ground_truth, tokens.valid)
+        report["ground_truth"] = _ground_truth_dict(
+            args.ground_truth, ground_truth, tokens["valid"], args.model_path
+        )
     return report
+
+
+def _dry_run_engine(name: str) -> Any:
+    """The class of the engine ``name``, among those whose vision tokens need no model."""
+    from evalsuite.engines.deepseek_ocr import DeepseekOcrEngine
+    from evalsuite.engines.deepseek_ocr2 import DeepseekOcr2Engine
+    from evalsuite.engines.tiny_deepseek_ocr2 import TinyDeepseekOcr2Engine
+
+    engines = {
+        engine.name: engine
+        for engine in (DeepseekOcrEngine, DeepseekOcr2Engine, TinyDeepseekOcr2Engine)
+    }
+    if name not in engines:
+        raise InputError(
+            f"--dry-run knows the vision-token arithmetic of {', '.join(engines)}, "
+            f"not of engine {name!r}"
+        )
+    return engines[name]
+
+
+def _deepseek_ocr_arithmetic(
+    width: int, height: int, mode: str, max_crops: int
+) -> tuple[dict[str, Any], list[int] | None, dict[str, int], int | None]:
+    """Mode settings, tile grid, vision tokens and tile cap under DeepSeek-OCR's arithmetic."""
+    from evalsuite.tokens import tile_grid, vision_tokens
+
+    settings = _mode(mode)
+    grid = None
+    if settings.crop_mode:
+        grid = list(tile_grid(width, height, max_crops=max_crops, tile=settings.image_size))
+    tokens = vision_tokens(width, height, mode, max_crops=max_crops)
+    cap = max_crops if settings.crop_mode else None
+    return _mode_dict(settings), grid, _tokens_dict(tokens), cap
+
+
+def _ocr2_arithmetic(
+    width: int, height: int, mode: str
+) -> tuple[dict[str, Any], list[int] | None, dict[str, int], int | None]:
+    """The same under DeepSeek-OCR-2's: its vision tokens are the processor's image tokens."""
+    from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens, ocr2_tile_grid, ocr2_view
+
+    try:
+        view = ocr2_view(mode)
+    except (TypeError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+    grid = ocr2_tile_grid(width, height, mode)
+    settings = {
+        "name": mode,
+        "base_size": view.size,
+        "image_size": view.tile_size,
+        "crop_mode": view.crop_to_patches,
+    }
+    tokens = {
+        "valid": ocr2_image_tokens(width, height, mode),
+        "tiles": grid[0] * grid[1] if grid else 0,
+    }
+    max_crops = view.max_patches if view.crop_to_patches else None
+    return settings, list(grid) if grid else None, tokens, max_crops
 
 
 def engine_report(args: argparse.Namespace) -> dict[str, Any]:
@@ -111,33 +197,32 @@ def engine_report(args: argparse.Namespace) -> dict[str, Any]:
     from evalsuite.engines.base import InferenceRequest
     from evalsuite.engines.grounding import strip_grounding
     from evalsuite.engines.recording import check_key
-    from evalsuite.errors import MissingRecordingError
 
     width, height = _image_size(args.image)
-    _mode(args.mode)
+    mode = engine_mode(args.engine, args.mode)
     ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
     key = {"experiment": DEFAULT_EXPERIMENT, "document": args.image.stem}
     key.update(parse_key(args.replay_key))
     request = InferenceRequest(
-        image=args.image, prompt=args.prompt, mode=args.mode, sample_id=args.image.stem, key=key
+        image=args.image, prompt=args.prompt, mode=mode, sample_id=args.image.stem, key=key
     )
     if args.record is not None:
         try:
-            check_key(request.replay_key())
+            check_key(request.key)
         except (TypeError, ValueError) as exc:
             raise InputError(f"--record: {exc}") from None
     engine = _create_engine(args)
-    try:
-        result = engine.infer(request)
-    except MissingRecordingError as exc:
-        raise InputError(f"{exc}; pass --replay-key to name the recorded page") from None
+    _require_recording(engine, request)
+    if args.record is not None:
+        engine = _recorder(engine, args.record)
+    result = engine.infer(request)
 
     scored_text = strip_grounding(result.text)
-    valid = _valid_vision_tokens(result.vision_tokens)
+    valid = result.valid_vision_tokens
     output_tokens, method = _output_tokens(result.output_tokens, scored_text)
     report: dict[str, Any] = {
         "image": {"path": str(args.image), "width": width, "height": height},
-        "mode": args.mode,
+        "mode": mode,
         "engine": args.engine,
         "key": request.replay_key(),
         "output": result.text,
@@ -153,9 +238,50 @@ def engine_report(args: argparse.Namespace) -> dict[str, Any]:
     if args.record is not None:
         report["recorded_to"] = str(args.record)
     if ground_truth is not None:
-        report["ground_truth"] = _ground_truth_dict(args.ground_truth, ground_truth, valid)
+        report["ground_truth"] = _ground_truth_dict(
+            args.ground_truth, ground_truth, valid, args.model_path
+        )
         report["metrics"] = _metrics(scored_text, ground_truth)
     return report
+
+
+def default_mode(engine: str) -> str:
+    """The mode ``engine`` runs in without ``--mode``: its class's ``default_mode`` if it has
+    one, else :data:`PREFERRED_MODE` if it supports it, else its first supported mode."""
+    from evalsuite.engines import supported_modes
+    from evalsuite.engines.base import resolve_engine
+
+    modes = _supported_modes(engine, supported_modes)
+    declared = getattr(resolve_engine(engine), "default_mode", None)
+    if isinstance(declared, str) and declared in modes:
+        return declared
+    return PREFERRED_MODE if PREFERRED_MODE in modes else modes[0]
+
+
+def engine_mode(engine: str, mode: str | None) -> str:
+    """``mode``, checked against the modes ``engine`` supports; its default mode when None."""
+    from evalsuite.engines import supported_modes
+
+    if mode is None:
+        return default_mode(engine)
+    modes = _supported_modes(engine, supported_modes)
+    if mode not in modes:
+        raise InputError(
+            f"unknown mode {mode!r} for engine {engine!r}; choose one of: {', '.join(modes)}"
+        )
+    return mode
+
+
+def _supported_modes(engine: str, supported_modes: Any) -> tuple[str, ...]:
+    from evalsuite.errors import EvalsuiteError
+
+    try:
+        modes = tuple(supported_modes(engine))
+    except EvalsuiteError as exc:
+        raise InputError(str(exc)) from None
+    if not modes:
+        raise InputError(f"engine {engine!r} lists no modes")
+    return modes
 
 
 def parse_key(text: str) -> dict[str, Any]:
@@ -190,8 +316,8 @@ def format_report(report: dict[str, Any]) -> str:
         (name.replace("_", " "), _number(value))
         for name, value in report.get("metrics", {}).items()
     ]
-    width = max(len(label) for label, _ in rows)
-    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+    # The first row stands in for format_table's header: every row is aligned alike.
+    lines = format_table(rows[0], rows[1:], align="ll").splitlines()
     if "output" in report:
         cleaned = " (grounding markup removed for scoring)" if report["grounding_removed"] else ""
         lines += ["", f"--- output{cleaned} ---", report["output"]]
@@ -199,11 +325,19 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def _dry_run_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    mode, tokens, grid = report["mode"], report["vision_tokens"], report["tile_grid"]
-    crops = "crop mode, 640-px tiles" if mode["crop_mode"] else "no crops"
-    tiles = f"{tokens['tiles']} (grid {grid[0]} x {grid[1]})" if grid else "0 (no crop mode)"
+    engine, mode = report["engine"], report["mode"]
+    tokens, grid = report["vision_tokens"], report["tile_grid"]
+    if mode["crop_mode"]:
+        crops = f"crop mode, {mode['image_size']}-px tiles, at most {engine['max_crops']}"
+    else:
+        crops = "no crops"
+    if grid:
+        tiles = f"{tokens['tiles']} (grid {grid[0]} x {grid[1]})"
+    else:
+        tiles = "0 (the page fits one tile)" if mode["crop_mode"] else "0 (no crop mode)"
+    settings = f"base {mode['base_size']}, image {mode['image_size']}, {crops}"
     return [
-        ("mode", f"{mode['name']} (base {mode['base_size']}, image {mode['image_size']}, {crops})"),
+        ("mode", f"{mode['name']} on {engine['name']} ({settings})"),
         ("tiles", tiles),
         ("vision tokens", _format_tokens(tokens)),
     ]
@@ -226,8 +360,8 @@ def _engine_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _create_engine(args: argparse.Namespace) -> Any:
+    """The engine ``--engine`` names, with ``--model-path`` and ``--recordings``."""
     from evalsuite.engines import create_engine
-    from evalsuite.engines.recording import RecordingEngine
     from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 
     options: dict[str, Any] = {}
@@ -242,12 +376,30 @@ def _create_engine(args: argparse.Namespace) -> Any:
         raise InputError(f"engine {args.engine!r} does not take {flags}: {exc}") from None
     except (EngineUnavailableError, EvalsuiteError, ValueError) as exc:
         raise InputError(str(exc)) from None
-    if args.record is None:
-        return engine
+    return engine
+
+
+def _require_recording(engine: Any, request: Any) -> None:
+    """For the replay engine: a page it has no recording of is bad input (exit 2), not a
+    failure of the engine on the page."""
+    from evalsuite.engines.replay import ReplayEngine
+    from evalsuite.errors import MissingRecordingError
+
+    if not isinstance(engine, ReplayEngine):
+        return
     try:
-        return RecordingEngine(engine, args.record)
+        engine.find(request)
+    except MissingRecordingError as exc:
+        raise InputError(f"{exc}; pass --replay-key to name the recorded page") from None
+
+
+def _recorder(engine: Any, path: Path) -> Any:
+    from evalsuite.engines.recording import RecordingEngine
+
+    try:
+        return RecordingEngine(engine, path)
     except (OSError, ValueError) as exc:
-        raise InputError(f"--record {args.record}: {exc}") from None
+        raise InputError(f"--record {path}: {exc}") from None
 
 
 def _image_size(path: Path) -> tuple[int, int]:
@@ -283,11 +435,21 @@ def _read_ground_truth(path: Path) -> str:
         raise InputError(f"cannot read ground truth {str(path)!r}: {exc.strerror}") from None
 
 
-def _ground_truth_dict(path: Path, text: str, valid_vision_tokens: int | None) -> dict[str, Any]:
-    """Size of the ground truth; its compression is ground-truth tokens / valid vision tokens."""
+def _ground_truth_dict(
+    path: Path, text: str, valid_vision_tokens: int | None, model_path: str | None
+) -> dict[str, Any]:
+    """Size of the ground truth; its compression is ground-truth tokens / valid vision tokens.
+
+    Tokens are counted with the tokenizer of the ``--model-path`` weights when given, else with
+    DeepSeek-OCR's packaged tokenizer.
+    """
+    from evalsuite.tokenizer import TokenizerUnavailableError
     from evalsuite.tokens import text_token_count
 
-    tokens = text_token_count(text)
+    try:
+        tokens = text_token_count(text, model_path=model_path)
+    except TokenizerUnavailableError as exc:
+        raise InputError(str(exc)) from None
     return {
         "path": str(path),
         "chars": len(text),
@@ -318,19 +480,13 @@ def _metrics(prediction: str, ground_truth: str) -> dict[str, Any]:
 
 
 def _output_tokens(engine_count: int | None, text: str) -> tuple[int, str]:
-    """The engine's own output-token count, else the tokenizer-free estimate, with its method."""
+    """The engine's own output-token count, else DeepSeek-OCR's count of the text; with method."""
     if engine_count is not None:
         return engine_count, "engine tokenizer"
     from evalsuite.tokens import text_token_count
 
-    estimate = text_token_count(text)
-    return int(estimate), estimate.method
-
-
-def _valid_vision_tokens(value: Any) -> int | None:
-    if value is None or isinstance(value, int):
-        return value
-    return value.valid
+    count = text_token_count(text)
+    return int(count), count.method
 
 
 def _mode_dict(settings: Any) -> dict[str, Any]:

@@ -10,9 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats as scipy_stats
-
-from evalsuite.reports.model import Direction, MetricSummary
+from evalsuite.records.model import Direction, MetricSummary
 
 CONFIDENCE = 0.95
 
@@ -26,6 +24,8 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> t
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return 0.0, 1.0
+    from scipy import stats as scipy_stats  # lazy: scipy.stats costs ~1.5 s to import
+
     z = scipy_stats.norm.ppf(1 - (1 - confidence) / 2)
     p = successes / n
     denominator = 1 + z * z / n
@@ -43,12 +43,14 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tu
     if n < 2:
         return mean, mean
     variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    from scipy import stats as scipy_stats
+
     half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, n - 1) * math.sqrt(variance / n)
     return mean - half, mean + half
 
 
 def summarize_proportion(
-    outcomes: Sequence[bool], direction: Direction = "higher"
+    outcomes: Sequence[bool], direction: Direction | None = "higher"
 ) -> MetricSummary:
     """Share of true outcomes, with its Wilson interval."""
     n = len(outcomes)
@@ -58,7 +60,9 @@ def summarize_proportion(
     return MetricSummary(value, n, low if n else None, high if n else None, "proportion", direction)
 
 
-def summarize_mean(values: Sequence[float], direction: Direction = "higher") -> MetricSummary:
+def summarize_mean(
+    values: Sequence[float], direction: Direction | None = "higher"
+) -> MetricSummary:
     """Mean of ``values`` with its t interval; value None when there are none."""
     if not values:
         return MetricSummary(None, 0, None, None, "mean", direction)
@@ -67,7 +71,7 @@ def summarize_mean(values: Sequence[float], direction: Direction = "higher") -> 
 
 
 def summarize_weighted_mean(
-    values: Sequence[float], weights: Sequence[float], direction: Direction = "higher"
+    values: Sequence[float], weights: Sequence[float], direction: Direction | None = "higher"
 ) -> MetricSummary:
     """Σ value·weight / Σ weight; the interval is not estimated (None) for weighted means."""
     if len(values) != len(weights):
@@ -116,6 +120,8 @@ def compare_proportion(
     sign = 1 if direction == "higher" else -1
     worse_p0 = min(1.0, max(0.0, reference - sign * tolerance))
     better_p0 = min(1.0, max(0.0, reference + sign * tolerance))
+    from scipy import stats as scipy_stats
+
     low_tail = float(scipy_stats.binom.cdf(k, n, worse_p0 if sign > 0 else better_p0))
     high_tail = float(scipy_stats.binom.sf(k - 1, n, better_p0 if sign > 0 else worse_p0))
     worse_tail, better_tail = (low_tail, high_tail) if sign > 0 else (high_tail, low_tail)
@@ -142,3 +148,18 @@ def compare_mean(
         delta=delta,
         test=f"tolerance {tolerance:g}",
     )
+
+
+def compare_to_reference(
+    reference: float, current: MetricSummary, *, tolerance: float, kind: str | None = None
+) -> Comparison | None:
+    """``current`` against ``reference`` with the test for the metric's kind (``kind``, else
+    ``current.kind``): :func:`compare_proportion` for a proportion, :func:`compare_mean` for a
+    mean. None when there is nothing to judge: no value, no samples, or no better direction."""
+    if current.value is None or current.n <= 0 or current.direction is None:
+        return None
+    if (kind or current.kind) == "proportion":
+        return compare_proportion(
+            reference, current.value, current.n, current.direction, tolerance=tolerance
+        )
+    return compare_mean(reference, current.value, current.direction, tolerance=tolerance)

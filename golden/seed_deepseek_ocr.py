@@ -1,6 +1,6 @@
 """Seed the `deepseek-ocr` goldens, which no CPU run can measure, from published figures.
 
-    .venv/bin/python golden/seed_deepseek_ocr.py
+    .venv/bin/python golden/seed_deepseek_ocr.py [GOLDEN_DIR]
 
 - fox: edit precision per ground-truth token bin from the DeepSeek-OCR paper's Fox table
   (Table 2: 64 vision tokens = mode tiny, 100 = mode small), source "paper";
@@ -11,12 +11,16 @@ Entries measured on a GPU later (`--update-golden --gpu`) replace these.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
+from evalsuite.benchmarks import get_benchmark, load_declarations
 from evalsuite.golden import GoldenEntry, GoldenStore
-from evalsuite.reports.atomic import atomic_write_text
+from evalsuite.records.atomic import atomic_write_text
 
+load_declarations()
+FOX = next(s for s in get_benchmark("fox").sources if s.name == "fox")
 PAPER_NOTE = "DeepSeek-OCR paper, Table 2 (Fox English pages), precision per text-token bin"
 # bin: (precision at 64 vision tokens, at 100 vision tokens, pages in the bin)
 FOX_PAPER = {
@@ -30,10 +34,15 @@ FOX_PAPER = {
 }
 PAPER_TOLERANCE = 0.03
 ENGINE = "deepseek-ocr"
+FOX_DATA = f"fox@{FOX.fetch.revision}"
+"""The paper's pages are the Fox English pages, as ``evalsuite data fetch fox`` downloads them."""
 
 
-def main() -> None:
-    store = GoldenStore(Path(__file__).resolve().parent)
+GOLDEN_DIR = Path(__file__).resolve().parent
+
+
+def main(directory: Path = GOLDEN_DIR) -> None:
+    store = GoldenStore(directory)
     for benchmark in ("fox", "render_configs"):
         golden = store.load(benchmark)
         for entry in list(golden.entries.values()):
@@ -50,6 +59,7 @@ def main() -> None:
                 for mode, value in (("tiny", tiny), ("small", small)):
                     entry = GoldenEntry(
                         engine=ENGINE,
+                        data=FOX_DATA,
                         parameter=f"mode={mode}",
                         metric=f"edit_precision[{token_bin}]",
                         value=value,
@@ -67,4 +77,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(*(Path(arg) for arg in sys.argv[1:2]))

@@ -21,9 +21,9 @@ import jsonschema
 from referencing import Registry, Resource
 
 from evalsuite.metrics import edit_precision
-from evalsuite.reports.history import append_history
-from evalsuite.reports.model import BenchmarkRecord, SampleRecord
-from evalsuite.reports.results import RunMetadata, write_results
+from evalsuite.records.history import append_history
+from evalsuite.records.model import BenchmarkRecord, SampleRecord
+from evalsuite.records.results import RunMetadata, write_results
 from evalsuite.stats import summarize_mean, summarize_proportion
 
 SENTENCES = (
@@ -92,7 +92,11 @@ def _build_run(index: int) -> BuiltRun:
         git_commit=f"{index + 1:x}" * 40,
         git_dirty=index == 5,
         engines=["replay", "tesseract", "tiny-deepseek-ocr-2"],
-        model_revisions={"replay": None, "tesseract": "5.3.0", "tiny-deepseek-ocr-2": "abc1234"},
+        engine_details={
+            "replay": {"engine": "replay"},
+            "tesseract": {"engine": "tesseract", "version": "5.3.0"},
+            "tiny-deepseek-ocr-2": {"engine": "tiny-deepseek-ocr-2"},
+        },
         modes=["tiny", "small"],
         versions={"python": "3.11.9", "evalsuite": "0.1.0", "torch": "2.13.0",
                   "transformers": "5.0.0"},
@@ -239,7 +243,7 @@ def _quality(run: int) -> list[BenchmarkRecord]:
 
 def schema_validator(name: str) -> jsonschema.Draft202012Validator:
     """A validator of ``schema/<name>.schema.json`` that resolves references to its sibling."""
-    folder = resources.files("evalsuite.reports").joinpath("schema")
+    folder = resources.files("evalsuite.records").joinpath("schema")
     schemas = {
         item: json.loads(folder.joinpath(f"{item}.schema.json").read_text("utf-8"))
         for item in ("results", "history")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from evalsuite.engines import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.metrics.answers import expected_answer_found
 from evalsuite.metrics.repetition import is_degenerate, max_ngram_repeats
+from evalsuite.records import BenchmarkRecord
 from evalsuite.runner import MetricSpec, ResultCache, Sample, run_benchmark
 
 DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
@@ -86,7 +87,7 @@ class FlakyEngine(EngineBase):
 def test_failed_samples_are_recorded_and_count_against_the_score():
     samples = [
         Sample(sid, InferenceRequest(None, text, "small", sid), reference="hello")
-        for sid, text in (("good", "hello"), ("bad", "hello"), ("empty", " "))
+        for sid, text in (("good", "hello"), ("bad", "hello, world"), ("empty", " "))
     ]
     record = run_benchmark(
         FlakyEngine(),
@@ -94,7 +95,8 @@ def test_failed_samples_are_recorded_and_count_against_the_score():
         lambda sample, result: {"exact": result.text == sample.reference},
         [MetricSpec("exact", kind="proportion")],
         benchmark="toy",
-        engine_name="flaky",
+        engine_label="flaky",
+        data="toy-data",
         parameter="mode=small",
         cache=ResultCache(),
     )
@@ -105,3 +107,44 @@ def test_failed_samples_are_recorded_and_count_against_the_score():
     # the failed sample also counts as the worst output (empty) in the output-health shares
     assert record.metrics["empty_output_rate"].value == pytest.approx(2 / 3)
     assert record.metrics["empty_output_rate"].n == 3
+    assert record.key == ("toy", "flaky", "toy-data", "mode=small")
+    assert record.params["model_calls"] == 3
+
+
+class CountingEngine(EngineBase):
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def _infer(self, request: InferenceRequest) -> InferenceResult:
+        self.seen.append(request.sample_id)
+        return InferenceResult(text=request.prompt.upper())
+
+
+def test_identical_requests_reach_the_engine_once_and_the_cache_serves_reruns():
+    samples = [
+        Sample(sid, InferenceRequest(None, text, "small", sid), reference=text.upper())
+        for sid, text in (("a", "same"), ("b", "same"), ("c", "other"))
+    ]
+    engine, cache = CountingEngine(), ResultCache()
+
+    def run() -> BenchmarkRecord:
+        return run_benchmark(
+            engine,
+            samples,
+            lambda sample, result: {"exact": result.text == sample.reference},
+            [MetricSpec("exact", kind="proportion")],
+            benchmark="toy",
+            engine_label="counting",
+            data="toy-data",
+            parameter="mode=small",
+            cache=cache,
+        )
+
+    first = run()
+    assert engine.seen == ["a", "c"] and first.params["model_calls"] == 2
+    assert [s.prediction for s in first.samples] == ["SAME", "SAME", "OTHER"]
+    second = run()
+    assert engine.seen == ["a", "c"] and second.params["model_calls"] == 0
+    assert second.metrics["exact"].value == 1.0

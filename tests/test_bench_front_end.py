@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.golden import GoldenStore
-from evalsuite.reports.results import read_results
+from evalsuite.records.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent
 needs_tesseract = pytest.mark.skipif(
@@ -36,11 +37,31 @@ def run_pytest(*args: str, data: bool = False) -> subprocess.CompletedProcess[st
     )
 
 
-def test_gpu_benchmarks_skip_cleanly_without_cuda(tmp_path):
-    done = run_pytest("benches/test_quality.py", "--gpu", "-rs", "--report-dir", str(tmp_path))
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert "no CUDA device is visible" in done.stdout
-    assert " passed" not in done.stdout and "skipped" in done.stdout
+def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path):
+    # no vLLM here: `vllm serve` cannot start, so every GPU test errors and the run fails
+    done = run_pytest("benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path))
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "cannot start the model server `vllm serve" in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert "error" in last and "passed" not in last and "skipped" not in last
+    assert "gated no metric" in done.stdout
+
+
+def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
+    command = "{python} -c \"print('weights', 'not found'); raise SystemExit(3)\" {port}"
+    done = run_pytest(
+        "benches/test_fox.py",
+        "--engine",
+        "vllm",
+        "--server-command",
+        command,
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "exited with status 3 before it was healthy" in done.stdout
+    assert "weights not found" in done.stdout  # the log's tail, printed once
+    assert done.stdout.count("weights not found") == 1
 
 
 def test_quality_selected_by_keyword(tmp_path):
@@ -62,7 +83,7 @@ def test_degraded_engine_fails_the_gates_readably(tmp_path):
     renamed = [{**e.__dict__, "engine": "degraded-tesseract"} for e in entries]
     golden.mkdir()
     (golden / "fox.json").write_text(
-        json.dumps({"benchmark": "fox", "format": 1, "entries": renamed})
+        json.dumps({"benchmark": "fox", "format": 2, "entries": renamed})
     )
     done = run_pytest(
         "benches/test_fox.py::test_fox_pages",
@@ -107,7 +128,7 @@ def test_parallel_run_gives_the_serial_scores(tmp_path):
         run = read_results(run_dir / "results.json")
         assert (run_dir / "report.json").exists()
         results[label] = {
-            (r.benchmark, r.parameter, name): m.value
+            (r.benchmark, r.data, r.parameter, name): m.value
             for r in run.records
             for name, m in r.metrics.items()
         }
@@ -138,12 +159,69 @@ def test_update_golden_writes_only_what_ran(tmp_path):
         str(tmp_path / "reports"),
     )
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "golden updates" in done.stdout and "0.5 (n=" in done.stdout
+    assert "golden updates" in done.stdout and "edit_precision: value 0.5 -> 0.9892" in done.stdout
     after = store.load("fox").entries
-    # run without EVALSUITE_DATA: the fixtures-only entry ran and was rewritten
-    assert after[("tesseract", "mode=native,data=fixtures", "edit_precision")].value > 0.9
-    assert after[("tesseract", "mode=native", "edit_precision")].value == 0.5
+    # run without EVALSUITE_DATA: the fixtures entry ran and was rewritten, the others kept
+    stale = {e.data for e in after.values() if e.engine == "tesseract" and e.value == 0.5}
+    assert after[("tesseract", "fixtures", "mode=native", "edit_precision")].value > 0.9
+    assert stale and "fixtures" not in stale
     assert {e.engine for e in after.values()} == {e["engine"] for e in fox["entries"]}
     for name, text in before.items():
         if name != "fox.json":
             assert (golden / name).read_text() == text
+
+
+@needs_tesseract
+def test_served_engine_through_a_started_server_scores_like_the_engine_in_process(tmp_path):
+    golden = tmp_path / "golden"
+    benches = ["benches/test_fox.py", "benches/test_finix.py", "benches/test_surya_recognition.py"]
+    # batch size 1 on both sides: the random tiny model's greedy outputs change with the padding
+    # of a batch, and the server's batches depend on arrival times
+    local = run_pytest(
+        *benches,
+        "--engine",
+        "tiny-deepseek-ocr-2",
+        "--batch-size",
+        "1",
+        "--update-golden",
+        "--golden-dir",
+        str(golden),
+        "--report-dir",
+        str(tmp_path / "local"),
+    )
+    assert local.returncode == 0, local.stdout[-3000:]
+    served = run_pytest(
+        *benches,
+        "-n",
+        "2",
+        "--engine",
+        "vllm",
+        "--served-model",
+        "deepseek-ocr-2",
+        "--server-command",
+        "{python} -m evalsuite serve --engine tiny-deepseek-ocr-2 --port {port} --max-batch 1 "
+        "--engine-option batch_size=1",
+        "--golden-dir",
+        str(golden),
+        "--report-dir",
+        str(tmp_path / "served"),
+    )
+    # the served model's id labels the results, so they meet the in-process goldens
+    assert served.returncode == 0, served.stdout[-3000:]
+    counts = [re.findall(r"(\d+) (passed|failed|error)", run.stdout.splitlines()[-1])
+              for run in (local, served)]
+    assert counts[0] == counts[1] and counts[0][0][1] == "passed"
+    (run_dir,) = [p for p in (tmp_path / "served").iterdir() if p.is_dir()]
+    log = (run_dir / "server.log").read_text()
+    # one server for both workers
+    assert log.count("evalsuite serve: tiny-deepseek-ocr-2 on http://") == 1
+    (local_dir,) = [p for p in (tmp_path / "local").iterdir() if p.is_dir()]
+    scores = {}
+    for name, folder in (("local", local_dir), ("served", run_dir)):
+        run = read_results(folder / "results.json")
+        scores[name] = {
+            (r.benchmark, r.engine, r.data, r.parameter, metric): summary.value
+            for r in run.records
+            for metric, summary in r.metrics.items()
+        }
+    assert scores["local"] and scores["served"] == scores["local"]

@@ -44,7 +44,7 @@ def test_missing_data_names_path_and_fetch_command(tmp_path):
     with pytest.raises(DatasetNotFoundError) as info:
         require_path(tmp_path / "nope", "quality")
     assert str(tmp_path / "nope") in str(info.value)
-    assert "evalsuite data fetch quality" in str(info.value)
+    assert "evalsuite data list" in str(info.value) and "EVALSUITE_DATA" in str(info.value)
 
 
 def test_quality_fixture_merges_articles():
@@ -99,10 +99,9 @@ def test_real_samples_load():
     assert len(tables) == 20 and all(p.markdown.startswith("<table>") for p in tables)
 
 
-def test_fetch_layout_and_offline(tmp_path, monkeypatch):
-    assert fetch_module.target_dir("fox", tmp_path) == tmp_path / "fox"
-    with pytest.raises(ValueError, match="choose one of"):
-        fetch_module.target_dir("imagenet", tmp_path)
+def test_fetch_refuses_offline_and_names_the_repository(tmp_path, monkeypatch):
+    spec = fetch_module.FetchSpec("org/some-dataset", revision="0" * 40)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE"):
-        fetch_module.fetch("fox", tmp_path)
+    with pytest.raises(DatasetNotFoundError, match="HF_HUB_OFFLINE=1: cannot download org/some"):
+        fetch_module.fetch(spec, tmp_path / "dest")
+    assert not (tmp_path / "dest").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +15,22 @@ from PIL import Image
 
 from evalsuite.engines import InferenceRequest, available_engines, create_engine
 from evalsuite.engines.deepseek_ocr import DeepseekOcrEngine
-from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens, ocr2_view
-from evalsuite.engines.tiny_deepseek_ocr2 import build_tiny_tokenizer, tiny_model_and_processor
+from evalsuite.engines.deepseek_ocr2 import (
+    OCR2_MODES,
+    ocr2_image_tokens,
+    ocr2_tile_grid,
+    ocr2_view,
+)
+from evalsuite.engines.tiny_deepseek_ocr2 import (
+    EMITTED_ADDED_TOKENS,
+    suppressed_token_ids,
+    tiny_model_and_processor,
+)
 from evalsuite.engines.weights import WeightsSource, locate_weights
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.prompts import FREE_OCR
 from evalsuite.render import RenderConfig, render_text
+from evalsuite.tokenizer import deepseek_ocr_fast_tokenizer
 from evalsuite.tokens import vision_tokens
 
 PAGE_TEXT = "INVOICE #INV-2024-0892\nDate: November 15, 2024\nTotal: $1,229.20\n"
@@ -37,7 +48,7 @@ def page() -> Image.Image:
 
 
 def request(
-    image, mode: str = "base", prompt: str = FREE_OCR, sample_id: str = "s"
+    image, mode: str = "default", prompt: str = FREE_OCR, sample_id: str = "s"
 ) -> InferenceRequest:
     return InferenceRequest(image=image, prompt=prompt, mode=mode, sample_id=sample_id)
 
@@ -52,10 +63,10 @@ def test_registry_resolves_all_three() -> None:
 
 
 def test_tiny_engine_end_to_end_on_rendered_page(tiny, page) -> None:
-    result = tiny.infer(request(page, "base"))
+    result = tiny.infer(request(page, "global"))
     assert result.error is None
     assert isinstance(result.text, str) and result.text
-    assert result.vision_tokens == ocr2_image_tokens(*page.size, "base") == 16 * 16 + 1
+    assert result.vision_tokens == ocr2_image_tokens(*page.size, "global") == 16 * 16 + 1
     assert 1 <= result.output_tokens <= 16  # max_new_tokens of the tiny engine
     assert result.latency_s > 0
     settings = result.settings
@@ -64,51 +75,124 @@ def test_tiny_engine_end_to_end_on_rendered_page(tiny, page) -> None:
     assert settings["processor"]["crop_to_patches"] is False and settings["batch_size"] == 1
 
 
-@pytest.mark.parametrize(
-    ("size", "mode"),
-    [
-        ((500, 300), "gundam"),  # longer side <= 768: global view only
-        ((768, 768), "gundam"),
-        ((769, 500), "gundam"),  # one pixel over: tiles
-        ((800, 1000), "gundam"),
-        ((1250, 1000), "gundam"),  # aspect 1.25 ties 2x2 with 3x2; area too small for 3x2
-        ((2000, 1600), "gundam"),  # same tie, area large enough: 3x2
-        ((1700, 900), "gundam"),
-        ((300, 3000), "gundam"),
-        ((1700, 900), "base"),
-        ((1700, 900), "large"),
-        ((300, 3000), "tiny"),
-        ((640, 480), "small"),
-    ],
-)
-def test_image_tokens_match_processor_arithmetic(size, mode) -> None:
+def test_tiny_engine_tokenises_prompts_as_deepseek_ocr(page) -> None:
+    # DeepSeek-OCR's ids, pinned in tests/test_tokenizer.py: BOS 0, <image> 128815, then
+    # "\n" "Free" " OCR" "." of its byte-level BPE.
     _, processor = tiny_model_and_processor()
-    view = ocr2_view(mode)
+    view = ocr2_view("global")
     inputs = processor(
-        images=[blank(*size)], text=[FREE_OCR], return_tensors="pt", **view.processor_kwargs()
+        images=[page], text=[FREE_OCR], return_tensors="pt", **view.processor_kwargs()
     )
-    inserted = int((inputs["input_ids"] == processor.image_token_id).sum())
-    assert inserted == ocr2_image_tokens(*size, mode)
+    ids = inputs["input_ids"][0].tolist()
+    assert FREE_OCR == "<image>\nFree OCR."
+    image_tokens = [128815] * ocr2_image_tokens(*page.size, "global")
+    assert ids == [0, *image_tokens, 201, 21431, 126041, 16]
+    assert processor.image_token_id == 128815
+
+
+def test_tiny_model_has_the_real_vocabulary_and_never_emits_input_only_tokens() -> None:
+    import torch
+
+    model, processor = tiny_model_and_processor()
+    tokenizer = processor.tokenizer
+    assert model.config.text_config.vocab_size == len(tokenizer) == 128827
+    suppressed = suppressed_token_ids(tokenizer)
+    added = tokenizer.get_added_vocab()
+    assert len(suppressed) == len(added) - len(EMITTED_ADDED_TOKENS) == 821
+    assert {added[t] for t in ("<image>", "<|grounding|>", "<｜▁pad▁｜>")} <= set(suppressed)
+    assert tokenizer.eos_token_id not in suppressed and added["<|det|>"] not in suppressed
+    # Suppressed rows of the output layer are zero (logit 0), and every direction of the hidden
+    # state gives some other token a positive logit, so greedy decoding never picks them.
+    weight = model.lm_head.weight.detach()
+    assert not weight[suppressed].any()
+    directions = torch.randn(512, weight.shape[1], generator=torch.Generator().manual_seed(1))
+    assert bool((directions @ weight.T).amax(dim=1).gt(0).all())
+    assert model.generation_config.suppress_tokens is None  # no 821-id list in every result
+
+
+def ocr2_processor():
+    """The real DeepseekOcr2Processor (PIL image processor, defaults) on a minimal tokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import DeepseekOcr2Processor, PreTrainedTokenizerFast
+    from transformers.models.deepseek_ocr2.image_processing_pil_deepseek_ocr2 import (
+        DeepseekOcr2ImageProcessorPil,
+    )
+
+    backend = Tokenizer(models.WordLevel({"<unk>": 0, "<image>": 1}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.add_special_tokens(["<image>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    return DeepseekOcr2Processor(
+        image_processor=DeepseekOcr2ImageProcessorPil(), tokenizer=tokenizer
+    )
+
+
+def inserted_image_tokens(processor, size: tuple[int, int], mode: str) -> int:
+    inputs = processor(
+        images=[blank(*size)],
+        text=[FREE_OCR],
+        return_tensors="pt",
+        **ocr2_view(mode).processor_kwargs(),
+    )
+    return int((inputs["input_ids"] == processor.image_token_id).sum())
+
+
+# Pages at the edges of DeepSeek-OCR-2's tiling: no tiles up to 768 px, aspect-ratio ties
+# (1250 x 1000 ties 2x2 with 3x2, the area too small for 3x2; 2000 x 1600 large enough).
+EDGE_SIZES = [
+    (500, 300),
+    (768, 768),
+    (769, 500),
+    (800, 1000),
+    (1250, 1000),
+    (2000, 1600),
+    (1700, 900),
+    (300, 3000),
+]
+_SIZES = random.Random(20240615)
+RANDOM_SIZES = [(_SIZES.randint(64, 3000), _SIZES.randint(64, 3000)) for _ in range(24)]
+
+
+@pytest.mark.parametrize("mode", OCR2_MODES)
+def test_image_tokens_equal_the_processors_count(mode) -> None:
+    processor = ocr2_processor()
+    for size in EDGE_SIZES + RANDOM_SIZES:
+        assert inserted_image_tokens(processor, size, mode) == ocr2_image_tokens(*size, mode), size
+
+
+def test_compared_sizes_cover_untiled_pages_and_many_grids() -> None:
+    grids = {ocr2_tile_grid(*size, "default") for size in EDGE_SIZES + RANDOM_SIZES}
+    assert None in grids and len(grids) >= 8  # the comparison above spans many tilings
 
 
 def test_image_token_arithmetic_hand_worked() -> None:
-    assert ocr2_image_tokens(500, 300, "gundam") == 256 + 1
-    assert ocr2_image_tokens(1250, 1000, "gundam") == 256 + 144 * 4 + 1
-    assert ocr2_image_tokens(2000, 1600, "gundam") == 256 + 144 * 6 + 1
-    assert ocr2_image_tokens(3000, 3000, "tiny") == 144 + 1
-    with pytest.raises(ValueError, match="tiny, small, base, large, gundam"):
-        ocr2_image_tokens(100, 100, "huge")
+    assert ocr2_image_tokens(500, 300, "default") == 256 + 1
+    assert ocr2_image_tokens(1250, 1000, "default") == 256 + 144 * 4 + 1
+    assert ocr2_image_tokens(2000, 1600, "default") == 256 + 144 * 6 + 1
+    assert ocr2_tile_grid(2000, 1600, "default") == (3, 2)
+    assert ocr2_image_tokens(3000, 3000, "global") == 256 + 1
+    assert ocr2_tile_grid(3000, 3000, "global") is None
+    for mode in ("huge", "small", "gundam"):  # DeepSeek-OCR's modes are not DeepSeek-OCR-2's
+        with pytest.raises(ValueError, match=r"no mode .*; choose one of: default, global"):
+            ocr2_image_tokens(100, 100, mode)
     with pytest.raises(ValueError, match="width"):
-        ocr2_image_tokens(0, 100, "base")
+        ocr2_image_tokens(0, 100, "default")
+
+
+def test_tiny_engine_refuses_other_modes_with_the_list(tiny, page) -> None:
+    results = tiny.infer_batch([request(page, "small"), request(None, "gundam", prompt="Hi")])
+    for result in results:
+        assert result.text == ""
+        assert "no mode" in result.error and "default, global" in result.error
 
 
 def test_batched_equals_one_by_one(tiny, page) -> None:
     requests = [
-        request(page, "base", sample_id="a"),
-        request(blank(900, 600), "base", prompt="<image>\nParse the figure.", sample_id="b"),
-        request(page, "tiny", sample_id="c"),
-        request(blank(700, 500), "gundam", sample_id="d"),
-        request(page.resize((512, 512)), "base", prompt="Free OCR.", sample_id="e"),
+        request(page, "global", sample_id="a"),
+        request(blank(900, 600), "global", prompt="<image>\nParse the figure.", sample_id="b"),
+        request(page, "default", sample_id="c"),
+        request(blank(700, 500), "default", sample_id="d"),
+        request(page.resize((512, 512)), "global", prompt="Free OCR.", sample_id="e"),
     ]
     one_by_one = [tiny.infer(r) for r in requests]
     batched = tiny.infer_batch(requests)
@@ -119,7 +203,7 @@ def test_batched_equals_one_by_one(tiny, page) -> None:
             single.vision_tokens,
             single.output_tokens,
         )
-    assert batched[0].settings["batch_size"] == 3  # the three base-mode requests shared a batch
+    assert batched[0].settings["batch_size"] == 3  # the three global-mode requests shared a batch
     assert len({r.text for r in batched}) > 1  # outputs differ, so the comparison means something
 
 
@@ -143,14 +227,14 @@ from evalsuite.engines import InferenceRequest, create_engine
 from evalsuite.render import RenderConfig, render_text
 page = render_text(sys.argv[1], RenderConfig()).pages[0].image
 engine = create_engine("tiny-deepseek-ocr-2")
-modes = ("base", "gundam")
+modes = ("global", "default")
 results = [engine.infer(InferenceRequest(page, "<image>\\nFree OCR.", m, m)) for m in modes]
 print(json.dumps([[r.text, r.vision_tokens, r.output_tokens] for r in results]))
 """
 
 
 def test_tiny_engine_is_deterministic_across_processes(tiny, page) -> None:
-    here = [tiny.infer(request(page, mode)) for mode in ("base", "gundam")]
+    here = [tiny.infer(request(page, mode)) for mode in ("global", "default")]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     run = subprocess.run(
         [sys.executable, "-c", DETERMINISM_SCRIPT, PAGE_TEXT],
@@ -287,10 +371,16 @@ class FakeRemoteModel:
         return "Hello, world"
 
 
+@pytest.fixture(scope="module")
+def real_tokenizer():
+    """DeepSeek-OCR's tokenizer, built once for the tests below (about a second each time)."""
+    return deepseek_ocr_fast_tokenizer()
+
+
 @pytest.mark.parametrize("mode", ["tiny", "small", "base", "large", "gundam"])
-def test_deepseek_ocr_calls_infer_as_the_reference_does(mode, capsys) -> None:
+def test_deepseek_ocr_calls_infer_as_the_reference_does(mode, capsys, real_tokenizer) -> None:
     model = FakeRemoteModel()
-    engine = DeepseekOcrEngine.from_loaded(model, build_tiny_tokenizer(), device="cuda")
+    engine = DeepseekOcrEngine.from_loaded(model, real_tokenizer, device="cuda")
     result = engine.infer(request(blank(1500, 1000), mode, prompt="Free OCR."))
     assert result.error is None and result.text == "Hello, world"
     call = model.calls[0]
@@ -305,15 +395,15 @@ def test_deepseek_ocr_calls_infer_as_the_reference_does(mode, capsys) -> None:
     assert call["eval_mode"] is True and call["prompt"] == "<image>\nFree OCR."
     assert call["seen_size"] == (1500, 1000)  # the PIL page went to infer() as a file
     assert result.vision_tokens == vision_tokens(1500, 1000, mode, max_crops=9)
-    assert result.output_tokens == len("Hello, world")  # the character-level tokenizer
+    assert result.output_tokens == 3  # "Hello" "," " world" in DeepSeek-OCR's vocabulary
     assert result.settings["no_repeat_ngram_size"] == 35
     assert result.settings["max_new_tokens"] == 8192 and result.settings["temperature"] == 0.0
     assert capsys.readouterr().out == ""  # infer()'s prints stay out of stdout
 
 
-def test_deepseek_ocr_passes_paths_through_and_needs_an_image(tmp_path) -> None:
+def test_deepseek_ocr_passes_paths_through_and_needs_an_image(tmp_path, real_tokenizer) -> None:
     model = FakeRemoteModel()
-    engine = DeepseekOcrEngine.from_loaded(model, build_tiny_tokenizer())
+    engine = DeepseekOcrEngine.from_loaded(model, real_tokenizer)
     path = tmp_path / "page.png"
     blank(800, 600).save(path)
     assert engine.infer(request(path, "small")).error is None

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.engines import create_engine
+from evalsuite.engines import create_engine, supported_modes
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.engines.recording import RecordingEngine
 from evalsuite.engines.replay import ReplayEngine, recordings_paths
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
+from evalsuite.prompts import FREE_OCR
 from evalsuite.tokens import VisionTokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
@@ -32,6 +33,23 @@ def request(mode="small", prompt="<image>\nFree OCR.", image=None, sample_id="s"
 def qa_prompt(question):
     """A prompt template around the question, as a benchmark would build it."""
     return f"<image>\nAnswer the question about the document.\nQuestion: {question}\nAnswer:"
+
+
+def missing(engine, req):
+    """The message of the MissingRecordingError that ``req`` fails with, as ``find`` raises it
+    and as ``infer`` records it in a failed result (a failed sample, not a failed run)."""
+    with pytest.raises(MissingRecordingError) as caught:
+        engine.find(req)
+    message = str(caught.value)
+    result = engine.infer(req)
+    assert result.failed and result.text == ""
+    assert result.error == f"MissingRecordingError: {message}"
+    return message
+
+
+def write_lines(path, lines):
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
 
 
 @pytest.fixture
@@ -70,57 +88,125 @@ def test_context_qa_found_by_question_inside_the_prompt(study_sample):
 
 
 def test_missing_key_names_key_and_file(study_sample):
-    with pytest.raises(MissingRecordingError) as caught:
-        study_sample.infer(request("large", experiment="compression", document="memo"))
-    message = str(caught.value)
+    message = missing(study_sample, request("large", experiment="compression", document="memo"))
+    assert message.startswith("no recording for key {")
     assert "mode='large'" in message and "document='memo'" in message
     assert str(STUDY_SAMPLE) in message
 
 
+def test_a_missing_sample_fails_alone_in_a_batch(study_sample):
+    results = study_sample.infer_batch(
+        [
+            request("tiny", experiment="compression", document="memo"),
+            request("large", experiment="compression", document="memo"),
+        ]
+    )
+    assert results[0].text == "MEMO\nTo: All staff" and not results[0].failed
+    assert results[1].failed and results[1].error.startswith("MissingRecordingError: no recording")
+
+
 def test_other_question_is_missing_and_lists_recorded_prompts(study_sample):
-    with pytest.raises(MissingRecordingError, match="Who wrote the memo"):
-        study_sample.infer(
-            request(
-                prompt=qa_prompt("When was it sent?"),
-                experiment="context_qa",
-                document="memo",
-                render_config="font_serif",
-                condition="vision",
-                question_id=0,
-            )
-        )
+    message = missing(
+        study_sample,
+        request(
+            prompt=qa_prompt("When was it sent?"),
+            experiment="context_qa",
+            document="memo",
+            render_config="font_serif",
+            condition="vision",
+            question_id=0,
+        ),
+    )
+    assert "the study recorded this key with other prompts ('Who wrote the memo?')" in message
+    assert "question_id=0" in message and str(STUDY_SAMPLE) in message
 
 
-def test_extra_key_field_does_not_match(study_sample):
-    with pytest.raises(MissingRecordingError):
-        study_sample.infer(request("tiny", experiment="compression", document="memo", page=2))
+def test_study_lines_serve_only_requests_with_an_experiment(study_sample, tmp_path):
+    other = missing(study_sample, request("tiny", experiment="render_ocr", document="memo"))
+    assert "experiment='render_ocr'" in other
+    # A line without sample_id is served by the study rule alone, which needs an experiment in
+    # the request: the same document and mode without one is missing.
+    line = {"document": "d", "mode": "small", "prompt": None, "output": "x"}
+    engine = ReplayEngine(recordings=write_lines(tmp_path / "r.jsonl", [line]))
+    message = missing(engine, request(document="d"))
+    assert "document='d'" in message and "experiment=" not in message
+    assert missing(engine, request(experiment="e", document="d")).startswith("no recording")
+
+
+def test_extra_key_field_does_not_match(tmp_path):
+    path = tmp_path / "run.jsonl"
+    RecordingEngine(FakeEngine(), path).infer(request("small", "p", document="a"))
+    engine = ReplayEngine(recordings=path)
+    assert engine.infer(request("small", "p", document="a")).text.startswith("a «p»")
+    message = missing(engine, request("small", "p", document="a", page=2))
+    assert "page=2" in message and "document='a'" in message
+    missing(engine, request("small", "p"))  # a field fewer does not match either
+
+
+def test_recorded_line_needs_the_same_sample_mode_image_and_prompt(tmp_path):
+    from evalsuite.render import PRESETS, render_text
+
+    page = render_text("Invoice 42", PRESETS["font_mono"]).pages[0].save(tmp_path / "a.png")
+    other = render_text("Invoice 43", PRESETS["font_mono"]).pages[0].save(tmp_path / "b.png")
+    path = tmp_path / "run.jsonl"
+    RecordingEngine(FakeEngine(), path).infer(request("small", "p", image=page, document="a"))
+    engine = ReplayEngine(recordings=path)
+    assert not engine.infer(request("small", "p", image=page, document="a")).failed
+    image = missing(engine, request("small", "p", image=other, document="a"))
+    assert "was made from another image" in image and f"{path}:1" in image
+    prompt = missing(engine, request("small", "q", image=page, document="a"))
+    assert "was made with another prompt ('p', this one 'q')" in prompt
+    for req in (
+        request("small", "p", image=page, sample_id="t", document="a"),
+        request("base", "p", image=page, document="a"),
+    ):
+        assert missing(engine, req).startswith("no recording for key")
 
 
 def test_exact_prompt_beats_contained_and_unrecorded(tmp_path):
-    path = tmp_path / "r.jsonl"
-    lines = [
-        {"document": "d", "mode": "small", "prompt": None, "output": "any"},
-        {"document": "d", "mode": "small", "prompt": "Q", "output": "short"},
-        {"document": "d", "mode": "small", "prompt": "long Q", "output": "long"},
-        {"document": "d", "mode": "small", "prompt": "exact prompt", "output": "exact"},
-    ]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    study = {"experiment": "context_qa", "document": "d", "mode": "small"}
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [
+            {**study, "prompt": None, "output": "any"},
+            {**study, "prompt": "Q", "output": "short"},
+            {**study, "prompt": "long Q", "output": "long"},
+            {**study, "prompt": "exact prompt", "output": "exact"},
+        ],
+    )
     engine = ReplayEngine(recordings=path)
-    assert engine.infer(request(prompt="exact prompt", document="d")).text == "exact"
-    assert engine.infer(request(prompt="a long Q here", document="d")).text == "long"
-    assert engine.infer(request(prompt="Q?", document="d")).text == "short"
-    assert engine.infer(request(prompt="nothing", document="d")).text == "any"
+
+    def text(prompt):
+        return engine.infer(request(prompt=prompt, experiment="context_qa", document="d")).text
+
+    assert text("exact prompt") == "exact"
+    assert text("a long Q here") == "long"
+    assert text("Q?") == "short"
+    assert text("nothing") == "any"
 
 
 def test_later_lines_and_files_win(tmp_path):
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    old = {"document": "d", "mode": "tiny", "prompt": "p", "output": "old"}
-    first.write_text(json.dumps(old) + "\n" + json.dumps({**old, "output": "new"}) + "\n")
-    assert ReplayEngine(recordings=first).infer(request("tiny", "p", document="d")).text == "new"
-    second.write_text(json.dumps({**old, "output": "newest"}) + "\n")
+    old = {"experiment": "e", "document": "d", "mode": "tiny", "prompt": "p", "output": "old"}
+    write_lines(first, [old, {**old, "output": "new"}])
+    req = request("tiny", "p", experiment="e", document="d")
+    assert ReplayEngine(recordings=first).infer(req).text == "new"
+    write_lines(second, [{**old, "output": "newest"}])
     both = ReplayEngine(recordings=[first, second])
-    assert both.infer(request("tiny", "p", document="d")).text == "newest"
+    assert both.infer(req).text == "newest"
     assert len(both) == 1
+
+
+def test_later_recorded_lines_win(tmp_path):
+    path = tmp_path / "run.jsonl"
+    RecordingEngine(FakeEngine(), path).infer(request("small", "p", document="a"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    newer = json.loads(lines[0]) | {"output": "rerun"}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(newer) + "\n")
+    engine = ReplayEngine(recordings=path)
+    assert engine.infer(request("small", "p", document="a")).text == "rerun"
+    assert len(engine) == 1
 
 
 # --- where the recordings come from ---------------------------------------------------------------
@@ -260,7 +346,7 @@ class FakeEngine(EngineBase):
             else 100
         )
         return InferenceResult(
-            text=f"{request.key['document']} «{request.prompt}» \u00e9\n\ttab",
+            text=f"{request.key.get('document')} «{request.prompt}» \u00e9\n\ttab",
             vision_tokens=vision,
             output_tokens=len(request.prompt),
             latency_s=0.125 + len(request.prompt) / 3,
@@ -315,17 +401,42 @@ def test_recording_refuses_a_file_with_an_incomplete_last_line(tmp_path):
 @pytest.mark.parametrize(
     ("key", "error", "match"),
     [
-        ({}, ValueError, "empty"),
-        ({"document": None}, ValueError, "empty"),
         ({"document": "a", "output": "x"}, ValueError, "'output' is reserved"),
+        ({"document": "a", "image_sha256": "0" * 64}, ValueError, "'image_sha256' is reserved"),
+        ({"sample_id": "t"}, ValueError, "'sample_id' is reserved"),
+        ({"mode": "tiny"}, ValueError, "'mode' is reserved"),
+        ({"prompt": "p"}, ValueError, "'prompt' is reserved"),
         ({"document": ["a"]}, TypeError, "document"),
     ],
 )
 def test_recording_rejects_keys_that_cannot_be_replayed(tmp_path, key, error, match):
     path = tmp_path / "run.jsonl"
     with pytest.raises(error, match=match):
-        RecordingEngine(FakeEngine(), path).infer(request(**key))
+        RecordingEngine(FakeEngine(), path).infer(
+            InferenceRequest(image=None, prompt="p", mode="small", sample_id="s", key=key)
+        )
     assert not path.exists() or path.read_text() == ""
+
+
+@pytest.mark.parametrize("key", [{}, {"document": None}])
+def test_an_empty_key_is_recorded_and_replayed_by_sample_image_and_prompt(tmp_path, key):
+    from evalsuite.render import PRESETS, render_text
+
+    page = render_text("Invoice 42", PRESETS["font_mono"]).pages[0].save(tmp_path / "a.png")
+    path = tmp_path / "run.jsonl"
+
+    def req(**changes):
+        fields = {"image": page, "prompt": "p", "mode": "small", "sample_id": "s", "key": key}
+        return InferenceRequest(**(fields | changes))
+
+    live = RecordingEngine(FakeEngine(), path).infer(req())
+    assert not live.failed
+    line = json.loads(path.read_text(encoding="utf-8"))
+    assert line["sample_id"] == "s" and line["image_sha256"] == req().image_sha256
+    replayed = ReplayEngine(recordings=path)
+    assert replayed.infer(req()) == live
+    assert "another prompt" in missing(replayed, req(prompt="q"))
+    assert missing(replayed, req(sample_id="t")).startswith("no recording for key")
 
 
 def _record_many(path, worker):
@@ -356,11 +467,14 @@ def test_tiny_model_recorded_then_replayed_is_identical(tmp_path):
     page = render_text("Invoice 42\nTotal: 17.50 EUR", PRESETS["font_mono"]).pages[0]
     image = page.save(tmp_path / "page.png")
     path = tmp_path / "tiny.jsonl"
+    assert supported_modes("tiny-deepseek-ocr-2") == ("default", "global")
     requests = [
-        request(mode, "<image>\nFree OCR.", image=image, experiment="compression", document="p")
-        for mode in ("tiny", "gundam")
+        request(mode, FREE_OCR, image=image, experiment="compression", document="p")
+        for mode in supported_modes("tiny-deepseek-ocr-2")
     ]
     live = RecordingEngine(create_engine("tiny-deepseek-ocr-2"), path).infer_batch(requests)
     assert all(result.error is None and result.text for result in live)
     assert all(isinstance(result.vision_tokens, int) for result in live)
+    # 1024 x 1024 > 768 px: default adds 2 x 2 tiles of 144 tokens to global's 256 + 1.
+    assert [result.vision_tokens for result in live] == [256 + 144 * 4 + 1, 257]
     assert ReplayEngine(recordings=path).infer_batch(requests) == live

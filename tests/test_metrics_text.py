@@ -147,11 +147,12 @@ def test_normalized_edit_distance_range_symmetry_identity(pred, gt):
 
 
 @PROPERTY
-@given(short_text, short_text)
-def test_normalized_edit_distance_case_insensitive_after_lowering(pred, gt):
-    # Callers normalise case first; the score then cannot see case changes.
-    assert normalized_edit_distance(pred.upper().lower(), gt.lower()) == normalized_edit_distance(
-        pred.lower(), gt.lower()
+@given(short_text, short_text, short_text)
+def test_edit_distance_is_a_metric_bounded_by_the_lengths(a, b, c):
+    # triangle inequality and the length bounds, each checked against the DP oracle
+    assert edit_distance(a, c) <= edit_distance(a, b) + edit_distance(b, c)
+    assert abs(len(a) - len(b)) <= edit_distance(a, b) == dp_levenshtein(a, b) <= max(
+        len(a), len(b)
     )
 
 

@@ -18,8 +18,8 @@ from reports_builder import (
     write_reports,
 )
 
+from evalsuite.records.history import read_history
 from evalsuite.reports import dashboard
-from evalsuite.reports.history import read_history
 from evalsuite.reports.svg import nice_ticks, tick_label
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
@@ -111,8 +111,10 @@ def test_rankings_medals_regressions_and_golden_lines(built: tuple[list, Path]) 
     # The drop of tiny mode is flagged in the status and ringed on its chart; the golden
     # fixture's one entry (tesseract) is a dashed line.
     listed = re.findall(r"<li>([^<]*)</li>", fox.split('class="regressions"')[1].split("</ul>")[0])
-    assert listed and all(item.startswith("tiny-deepseek-ocr-2 mode=tiny · edit_precision")
-                          for item in listed)  # the metric and its per-bin aggregates
+    assert listed and all(
+        item.startswith("tiny-deepseek-ocr-2 data=fixtures mode=tiny · edit_precision")
+        for item in listed
+    )  # the metric and its per-bin aggregates
     assert f"newest run: {len(listed)} regression(s)" in fox
     assert fox.count('class="flag flag-regressed"') == 2  # with the failed sample of run 3
     assert fox.count('class="golden"') == 1
@@ -138,7 +140,8 @@ def test_the_drill_down_holds_the_worst_samples_with_aligned_words(
     )
     assert len(data) == 2 * len(FOX_ERROR)
     newest = {(r.engine, r.parameter): r for r in runs[-1].records if r.benchmark == "fox"}
-    tiny = [item for item in data if item["group"] == "tiny-deepseek-ocr-2 · mode=tiny"]
+    tiny = [item for item in data
+            if item["group"] == "tiny-deepseek-ocr-2 · fixtures · mode=tiny"]
     worst = sorted(newest[("tiny-deepseek-ocr-2", "mode=tiny")].samples,
                    key=lambda s: s.scores["edit_precision"])[:2]
     assert [item["label"].split(" ")[0] for item in tiny] == [s.sample_id for s in worst]

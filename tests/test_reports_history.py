@@ -10,14 +10,14 @@ import pytest
 from filelock import FileLock, Timeout
 from reports_builder import build_runs, schema_validator
 
-from evalsuite.reports.history import (
+from evalsuite.records.history import (
     HistoryWarning,
     append_history,
     history_line,
     read_history,
 )
-from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
-from evalsuite.reports.results import RunMetadata
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
+from evalsuite.records.results import RunMetadata
 
 WRITERS = 4
 APPENDS_PER_WRITER = 15

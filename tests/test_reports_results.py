@@ -13,20 +13,17 @@ from pathlib import Path
 import pytest
 from reports_builder import build_runs, schema_validator
 
-from evalsuite.reports.history import read_history
-from evalsuite.reports.model import BenchmarkRecord, MetricSummary, SampleRecord
-from evalsuite.reports.results import (
+from evalsuite.records import finalize_run
+from evalsuite.records.history import read_history
+from evalsuite.records.metadata import (
     RunMetadata,
     collect_metadata,
-    finalize_run,
     git_state,
-    merge_records,
     new_run_id,
-    read_results,
     require_run_id,
-    write_part,
-    write_results,
 )
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord, merge_records
+from evalsuite.records.results import read_results, write_part, write_results
 
 
 def metadata(run_id: str = "20251101T020000Z-abcdef") -> RunMetadata:
@@ -36,7 +33,7 @@ def metadata(run_id: str = "20251101T020000Z-abcdef") -> RunMetadata:
         git_commit="0123456789abcdef0123456789abcdef01234567",
         git_dirty=False,
         engines=["tesseract"],
-        model_revisions={"tesseract": None},
+        engine_details={"tesseract": {"engine": "tesseract"}},
         modes=[],
         versions={"python": "3.11.9", "evalsuite": "0.1.0", "torch": None, "transformers": None},
         device="cpu (x86_64)",
@@ -110,7 +107,7 @@ def test_collect_metadata_fills_what_it_can_detect(git_repo: Path) -> None:
     meta = collect_metadata(
         engines=["tesseract", "replay"], modes=["small"], seed=7, device="cpu (test)",
         command=["pytest", "benches", "-k", "fox or quality"], repo_dir=git_repo,
-        created=moment, model_revisions={"replay": None},
+        created=moment, engine_details={"replay": {"engine": "replay"}},
     )
     assert meta.run_id.startswith("20251122T035012Z-")
     assert meta.created_utc == "2025-11-22T03:50:12Z"

@@ -10,10 +10,10 @@ import pytest
 from reports_builder import build_runs
 from scipy import stats as scipy_stats
 
+from evalsuite.records.history import append_history
+from evalsuite.records.model import BenchmarkRecord, MetricSummary
+from evalsuite.records.results import RunMetadata
 from evalsuite.reports import trend
-from evalsuite.reports.history import append_history
-from evalsuite.reports.model import BenchmarkRecord, MetricSummary
-from evalsuite.reports.results import RunMetadata
 from evalsuite.stats import summarize_proportion
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
@@ -65,12 +65,13 @@ def test_the_golden_files_flag_what_the_fixture_history_was_built_to_show() -> N
     fox = (FIXTURES / "trend_fox_edit_precision.txt").read_text("utf-8").splitlines()
     flagged = [line for line in fox if "REGRESSED" in line]
     assert any("20251106T020000Z-000005" in line for line in flagged)
-    assert "fox tiny-deepseek-ocr-2 mode=tiny edit_precision" in fox[-2]
+    assert "fox [tiny-deepseek-ocr-2 data=fixtures mode=tiny] edit_precision: " in fox[-2]
     render = (FIXTURES / "trend_render_configs_accuracy.txt").read_text("utf-8").splitlines()
     [improved] = [line for line in render if "improved" in line]
     row = render.index(improved)
     assert "color_low_contrast,condition=vision" in render[row - 2]
-    assert "0.9000" in improved and "+0.4667" in improved
+    cells = improved.split()
+    assert "0.9" in cells and "+0.4667" in cells
 
 
 def test_without_the_flag_a_regression_still_exits_zero(
@@ -165,3 +166,38 @@ def test_the_fixture_history_is_what_the_builder_writes(tmp_path: Path) -> None:
         append_history(history, run.metadata, run.records,
                        results_path=f"{run.metadata.run_id}/results.json")
     assert history.read_bytes() == (FIXTURES / "history.jsonl").read_bytes()
+
+
+def test_runs_on_other_data_make_another_series(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run on a real dataset is not compared with runs on the fixtures, and a golden entry
+    of one data source gives no tolerance to the other's series."""
+    history = tmp_path / "history.jsonl"
+    runs = (("run1", "fixtures", 0.90), ("run2", "fox@3f2a", 0.50), ("run3", "fixtures", 0.89))
+    for day, (run_id, data, value) in enumerate(runs, start=1):
+        summary = MetricSummary(value, 10, value - 0.04, value + 0.04, "mean", "higher")
+        record = BenchmarkRecord("fox", "e", "mode=tiny", {"ep": summary}, data=data)
+        meta = RunMetadata(run_id=run_id, created_utc=f"2025-11-0{day}T00:00:00Z")
+        append_history(history, meta, [record])
+    argv = ["--history", str(history), "--golden-dir", str(tmp_path), "--fail-on-regression"]
+    assert run_trend(*argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {run: line.split() for line in out for run in ("run1", "run2", "run3")
+            if f" {run} " in line}
+    assert rows["run1"][:3] == ["e", "fixtures", "mode=tiny"]
+    assert rows["run2"][:3] == ["e", "fox@3f2a", "mode=tiny"]
+    assert rows["run2"][-2:] == ["0.46–0.54", "10"]  # first of its series: no Δ, no flag
+    assert rows["run3"][-1] == "-0.01"  # against run1, not run2
+    assert "no regression" in out[-2]
+
+    def golden(data: str) -> None:
+        entry = {"engine": "e", "data": data, "parameter": "mode=tiny", "metric": "ep",
+                 "value": 0.9, "n": 10, "direction": "higher", "tolerance": 0.0, "kind": "mean"}
+        document = {"benchmark": "fox", "format": 2, "entries": [entry]}
+        (tmp_path / "fox.json").write_text(json.dumps(document))
+
+    golden("fox@3f2a")
+    assert run_trend(*argv) == 0
+    golden("fixtures")
+    assert run_trend(*argv) == 1  # tolerance 0: the drop of 0.01 regressed

@@ -121,8 +121,9 @@ def test_tesseract_scores_the_page(page):
         evalsuite_eval("--image", image, "--ground-truth", truth, "--engine", "tesseract", "--json")
     )
     assert report["engine"] == "tesseract" and report["error"] is None
+    assert report["mode"] == "native" and report["key"]["mode"] == "native"
     assert report["vision_tokens"] is None and report["compression_ratio"] is None
-    assert report["output_tokens_method"].startswith("approx")
+    assert report["output_tokens_method"].startswith("tokenizer:deepseek-ocr")
     metrics = report["metrics"]
     assert metrics["edit_precision"] >= 0.9
     assert metrics["edit_distance"] == edit_distance(report["output"], PAGE_TEXT)
@@ -147,27 +148,38 @@ def test_tiny_model_then_replay_of_its_recording(page, tmp_path):
         )
     )
     assert live["error"] is None and live["recorded_to"] == str(recording)
-    valid = live["vision_tokens"]["valid"]
-    assert valid > 0
-    assert live["compression_ratio"] == live["output_tokens"] / valid
+    assert live["mode"] == "default"  # the tiny engine's own default: DeepSeek-OCR-2's modes
+    # 1024 x 1024 > 768 px: the 1024-px global view (256 + 1) and 2 x 2 tiles of 144 tokens.
+    assert live["vision_tokens"] == {"valid": 256 + 144 * 4 + 1}
+    assert live["compression_ratio"] == live["output_tokens"] / (256 + 144 * 4 + 1)
     assert set(live["metrics"]) >= {"edit_distance", "normalized_edit_distance", "edit_precision"}
+    line = json.loads(recording.read_text(encoding="utf-8"))
+    assert line["sample_id"] == "memo" and line["mode"] == "default"
+    assert line["image_sha256"] == live["key"]["image_sha256"]
 
-    replayed = as_json(
-        evalsuite_eval(
-            "--image",
-            image,
-            "--ground-truth",
-            truth,
-            "--engine",
-            "replay",
-            "--recordings",
-            recording,
-            "--json",
+    def replay(*args):
+        return evalsuite_eval(
+            "--engine", "replay", "--recordings", recording, "--ground-truth", truth, *args
         )
-    )
+
+    replayed = as_json(replay("--image", image, "--mode", "default", "--json"))
     for field in ("output", "vision_tokens", "output_tokens", "compression_ratio", "metrics"):
         assert replayed[field] == live[field], field
     assert replayed["latency_s"] == live["latency_s"]
+
+    # The recording serves its own page, mode and prompt only; anything else is bad input.
+    other_page = render_text("Another memo", PRESETS["font_mono"]).pages[0]
+    other = other_page.save(tmp_path / "memo.png")  # same name, so the same sample id and key
+    assert_one_line_error(
+        replay("--image", other, "--mode", "default"), "was made from another image"
+    )
+    assert_one_line_error(
+        replay("--image", image, "--mode", "default", "--prompt", "<image>\nOCR."),
+        "was made with another prompt",
+    )
+    assert_one_line_error(
+        replay("--image", image, "--mode", "global"), "no recording for key", "mode='global'"
+    )
 
 
 def test_replay_of_the_recorded_study(tmp_path):
@@ -275,17 +287,57 @@ def test_unavailable_engine_is_exit_2(page):
 # --- in-process pieces ----------------------------------------------------------------------------
 
 
-def test_record_needs_an_identifying_key(page, tmp_path, capsys):
+@pytest.mark.parametrize("field", ["output", "mode", "sample_id", "image_sha256"])
+def test_record_refuses_a_reserved_key_field(page, tmp_path, capsys, field):
     from evalsuite.cli import main
 
     image, _ = page
     recording = tmp_path / "r.jsonl"
     status = main(
-        ["eval", "--image", str(image), "--engine", "tesseract", "--record", str(recording),
-         "--replay-key", "experiment=null,document="]
+        ["eval", "--image", str(image), "--engine", "tiny-deepseek-ocr-2",
+         "--record", str(recording), "--replay-key", f"{field}=x"]
     )  # fmt: skip
     assert status == 2 and not recording.exists()
-    assert capsys.readouterr().err.startswith(ERROR_PREFIX + "--record: request.key is empty")
+    assert capsys.readouterr().err.startswith(
+        f"{ERROR_PREFIX}--record: request.key field {field!r} is reserved"
+    )
+
+
+def test_record_with_an_empty_key_is_found_by_sample_image_and_prompt(page, tmp_path, capsys):
+    from evalsuite.cli import main
+
+    image, _ = page
+    recording = tmp_path / "r.jsonl"
+    no_key = ["--image", str(image), "--replay-key", "experiment=null,document=", "--json"]
+    assert (
+        main(["eval", *no_key, "--engine", "tiny-deepseek-ocr-2", "--record", str(recording)]) == 0
+    )
+    live = json.loads(capsys.readouterr().out)
+    assert {name: live["key"][name] for name in ("experiment", "document")} == {
+        "experiment": None,
+        "document": None,
+    }
+    replay = ["eval", "--engine", "replay", "--recordings", str(recording), "--mode", "default"]
+    assert main([*replay, *no_key]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] == live["output"]
+    # The default key (experiment=compression, document=memo) is another key.
+    assert main([*replay, "--image", str(image)]) == 2
+    assert capsys.readouterr().err.startswith(f"{ERROR_PREFIX}no recording for key")
+
+
+def test_engine_modes_and_defaults():
+    from evalsuite.single_image import default_mode, engine_mode
+
+    assert default_mode("deepseek-ocr") == "small"
+    assert default_mode("deepseek-ocr-2") == default_mode("tiny-deepseek-ocr-2") == "default"
+    assert default_mode("tesseract") == "native"
+    assert engine_mode("tiny-deepseek-ocr-2", "global") == "global"
+    with pytest.raises(InputError, match=r"unknown mode 'small' for engine 'tiny-deepseek-ocr-2'"):
+        engine_mode("tiny-deepseek-ocr-2", "small")
+    with pytest.raises(InputError, match=r"choose one of: native"):
+        engine_mode("tesseract", "gundam")
+    with pytest.raises(InputError, match="unknown engine 'nonesuch'"):
+        default_mode("nonesuch")
 
 
 def test_parse_key():

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
+from math import comb
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from evalsuite.golden import GoldenStore, check_metric, diff_snapshots, snapshot
-from evalsuite.reports.model import MetricSummary, SampleRecord
+from evalsuite.errors import GoldenError
+from evalsuite.golden import GoldenEntry, GoldenStore, diff_snapshots, gate_metric
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.stats import (
     compare_mean,
     compare_proportion,
@@ -53,7 +56,25 @@ def test_proportion_gate_needs_significance():
     # 10/20 against 0.95: overwhelming evidence of a drop.
     result = compare_proportion(0.95, 0.50, 20, "higher")
     assert result.regressed
-    assert result.p_value == pytest.approx(scipy_stats.binom.cdf(10, 20, 0.95))
+    assert result.p_value == pytest.approx(float(binomial_lower_tail(10, 20, Fraction(95, 100))))
+
+
+def binomial_lower_tail(k, n, p):
+    """P(X <= k) for X ~ Binomial(n, p), summed exactly in fractions (an oracle independent of
+    scipy, which the gate uses)."""
+    return sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+       st.integers(1, 99))
+@settings(max_examples=60, deadline=None)
+def test_proportion_p_value_is_the_exact_binomial_tail(pair, percent):
+    k, n = pair
+    reference = percent / 100
+    result = compare_proportion(reference, k / n, n, "higher")
+    oracle = float(binomial_lower_tail(k, n, Fraction(percent, 100)))
+    assert result.p_value == pytest.approx(oracle, rel=1e-9, abs=1e-15)
+    assert result.regressed == (oracle < 0.05)
 
 
 def test_proportion_gate_lower_is_better():
@@ -79,75 +100,93 @@ def _summary(value, n=10, kind="mean"):
     return MetricSummary(value, n, None, None, kind, "higher")
 
 
-def test_update_keeps_other_entries_and_reports_changes(tmp_path):
+def _entry(engine="e", data="fixtures", parameter="p", metric="m", value=0.9, tolerance=0.01):
+    return GoldenEntry(engine, data, parameter, metric, value, 10, "higher", tolerance, "mean",
+                       "2026-01-01T00:00:00Z", "c0ffee")
+
+
+def _record(value, samples=()):
+    return BenchmarkRecord("fox", "e", "p", {"m": _summary(value)}, list(samples), data="fixtures")
+
+
+def test_update_keeps_other_entries_and_describes_every_change(tmp_path):
     store = GoldenStore(tmp_path)
-    before = snapshot(store)
-    store.update(
-        "fox",
-        [("tesseract", "mode=native", "edit_precision", _summary(0.9))],
-        tolerance={"edit_precision": 0.02},
-        commit="abc",
-    )
-    store.update(
-        "fox", [("tiny", "mode=small", "edit_precision", _summary(0.1))], tolerance={}, commit="abc"
-    )
+    before = store.snapshot()
+    store.update("fox", [_entry("tesseract", metric="edit_precision")])
+    store.update("fox", [_entry("tiny", data="quality@abc", metric="edit_precision")])
     golden = store.load("fox")
     assert set(golden.entries) == {
-        ("tesseract", "mode=native", "edit_precision"),
-        ("tiny", "mode=small", "edit_precision"),
+        ("tesseract", "fixtures", "p", "edit_precision"),
+        ("tiny", "quality@abc", "p", "edit_precision"),
     }
-    lines = diff_snapshots(before, snapshot(store))
-    assert len(lines) == 2 and all("(new)" in line for line in lines)
+    lines = diff_snapshots(before, store.snapshot())
+    assert len(lines) == 2 and all(": new, value 0.9" in line for line in lines)
+    changed = store.update("fox", [_entry("tesseract", metric="edit_precision", tolerance=0.05)])
+    assert [c.describe() for c in changed] == [
+        "fox [tesseract data=fixtures p] edit_precision: tolerance 0.01 -> 0.05"
+    ]
     document = json.loads(store.path("fox").read_text())
     assert [e["engine"] for e in document["entries"]] == ["tesseract", "tiny"]
+    assert store.update("fox", [_entry("tesseract", metric="edit_precision", tolerance=0.05)]) == []
 
 
-def test_gate_messages(tmp_path):
-    store = GoldenStore(tmp_path)
-    store.update("fox", [("e", "p", "m", _summary(0.9))], tolerance={"m": 0.01}, commit="c0ffee")
-    entry = store.load("fox").entries[("e", "p", "m")]
-    samples = [SampleRecord("bad", {"m": 0.1}), SampleRecord("broken", {"m": 0.0}, error="boom")]
-    outcome = check_metric(
-        entry,
-        _summary(0.5),
-        benchmark="fox",
-        engine="e",
-        parameter="p",
-        metric="m",
-        samples=samples,
-    )
-    assert not outcome.passed
+def test_gate_messages_name_golden_current_delta_test_and_worst_samples():
+    samples = [
+        SampleRecord("bad", {"m": 0.1}, prediction="the cat", reference="the hat"),
+        SampleRecord("broken", {"m": 0.0}, error="boom"),
+    ]
+    result = gate_metric("fox", _record(0.5, samples), "m", _entry())
+    assert result.status == "regressed" and result.failed
     for part in (
-        "golden  0.9000",
-        "current 0.5000",
-        "delta   -0.4000",
-        "n=10",
-        "tolerance",
-        "broken: error: boom",
-        "bad: m=0.1",
+        "fox [e data=fixtures p] m regressed (higher is better)",
+        "golden  0.9 (n=10",
+        "current 0.5 (n=10)",
+        "delta   -0.4",
+        "test    tolerance 0.01",
+        "broken: failed: boom",
+        "bad: m=0.1; expected the hat; got the cat",
     ):
-        assert part in outcome.message
-    missing = check_metric(
-        None,
-        _summary(0.5),
-        benchmark="fox",
-        engine="e",
-        parameter="p",
-        metric="m",
-        update_command="pytest x --update-golden",
-    )
-    assert not missing.passed and "pytest x --update-golden" in missing.message
-    assert check_metric(
-        entry, _summary(0.895), benchmark="fox", engine="e", parameter="p", metric="m"
-    ).passed
+        assert part in result.message, result.message
+    assert gate_metric("fox", _record(0.895), "m", _entry()).status == "ok"
+    assert gate_metric("fox", _record(0.95), "m", _entry()).status == "improved"
+    missing = gate_metric("fox", _record(0.5), "m", None)
+    assert missing.status == "no golden" and missing.failed
 
 
-def test_malformed_golden_file_is_reported(tmp_path):
-    (tmp_path / "fox.json").write_text("{not json")
-    from evalsuite.errors import GoldenError
+def test_obtained_entries_wait_beside_the_golden_file_until_accepted(tmp_path):
+    store = GoldenStore(tmp_path)
+    store.update("fox", [_entry("kept")])
+    path = store.write_obtained("fox", [_entry("new", value=0.7)])
+    assert path == tmp_path / "fox.obtained.json"
+    assert set(store.load("fox").entries) == {("kept", "fixtures", "p", "m")}
+    assert store.obtained_benchmarks() == ["fox"]
+    changes = store.accept_obtained("fox")
+    assert [c.new.engine for c in changes] == ["new"] and not path.exists()
+    assert store.load("fox").entries[("new", "fixtures", "p", "m")].value == 0.7
+    assert "kept" in {key[0] for key in store.load("fox").entries}
 
-    with pytest.raises(GoldenError, match=r"fox\.json"):
+
+@pytest.mark.parametrize(
+    ("document", "match"),
+    [
+        ("{not json", r"fox\.json is not valid JSON"),
+        ('{"format": 1, "entries": []}', "has format 1"),
+        ('{"format": 2, "entries": [{"engine": "e"}]}', r"entry 0: missing fields"),
+        (
+            '{"format": 2, "entries": [{"engine": "e", "data": "f", "parameter": "p", '
+            '"metric": "m", "value": "high", "n": 1, "direction": "higher", "kind": "mean"}]}',
+            r"entry 0: field 'value' must be a number",
+        ),
+    ],
+)
+def test_malformed_golden_file_names_the_file_and_entry(tmp_path, document, match):
+    (tmp_path / "fox.json").write_text(document)
+    before = (tmp_path / "fox.json").read_text()
+    with pytest.raises(GoldenError, match=match):
         GoldenStore(tmp_path).load("fox")
+    with pytest.raises(GoldenError):
+        GoldenStore(tmp_path).update("fox", [_entry()])
+    assert (tmp_path / "fox.json").read_text() == before  # never rewritten
 
 
 def test_nan_free_intervals():

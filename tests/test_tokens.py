@@ -10,6 +10,7 @@ from evalsuite.tokens import (
     APPROX_METHOD,
     MODES,
     VisionTokens,
+    approximate_token_count,
     compression_ratio,
     deepseek_tile_candidates,
     mode_settings,
@@ -160,24 +161,42 @@ def test_compression_ratio_rejects(text_tokens, vision, error, match) -> None:
         compression_ratio(text_tokens, vision)
 
 
-def test_text_token_count_without_tokenizer_is_labelled_estimate() -> None:
-    count = text_token_count("Hello world")
+def test_approximate_token_count_is_labelled_estimate() -> None:
+    count = approximate_token_count("Hello world")
     assert count == 2 and count.method == APPROX_METHOD and not count.exact
     # "Salary" ":" " $" "95" "," "000"
+    assert approximate_token_count("Salary: $95,000") == 6
+    assert approximate_token_count("") == 0
+    with pytest.raises(TypeError, match="text"):
+        approximate_token_count(None)  # type: ignore[arg-type]
+
+
+def test_text_token_count_defaults_to_deepseek_ocr() -> None:
+    # DeepSeek-OCR's tokenizer (see tests/test_tokenizer.py for its ids and the study's counts):
+    # "Hello" " world"; "Salary" ":" " $" "95" "," "000", a tie with the estimate here
+    count = text_token_count("Hello world")
+    assert count == 2 and count.exact and count.method.startswith("tokenizer:deepseek-ocr (")
     assert text_token_count("Salary: $95,000") == 6
-    assert text_token_count("") == 0
+    # where they differ: "INV-2024-0892" is "IN" "V" "-" "202" "4" "-" "089" "2"
+    assert (text_token_count("INV-2024-0892"), approximate_token_count("INV-2024-0892")) == (8, 7)
+    with pytest.raises(TypeError, match="text"):
+        text_token_count(b"bytes")  # type: ignore[arg-type]
 
 
 def test_text_token_count_with_tokenizers() -> None:
-    from evalsuite.engines.tiny_deepseek_ocr2 import build_tiny_tokenizer
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
 
-    hf_tokenizer = build_tiny_tokenizer()  # one token per character, BOS not counted
-    count = text_token_count("Free OCR.", hf_tokenizer)
-    assert count == 9 and count.exact and count.method.startswith("tokenizer:")
-    raw = hf_tokenizer.backend_tokenizer  # a tokenizers.Tokenizer: ids live on .ids
-    assert text_token_count("abc\n", raw) == 4
-    with pytest.raises(TypeError, match="text"):
-        text_token_count(b"bytes")  # type: ignore[arg-type]
+    # One token per character (BPE without merges), BOS added by a template: the count is the
+    # number of characters, whichever wrapper holds the tokenizer.
+    chars = sorted(set("Free OCR.abc\n"))
+    vocab = {"<s>": 0, **{c: i + 1 for i, c in enumerate(chars)}}
+    raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    raw.add_special_tokens(["<s>"])
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", name_or_path="chars")
+    count = text_token_count("Free OCR.", wrapped)
+    assert count == len("Free OCR.") and count.exact and count.method == "tokenizer:chars"
+    assert text_token_count("abc\n", raw) == 4  # a tokenizers.Tokenizer: ids live on .ids
 
 
 @settings(max_examples=150, deadline=None)

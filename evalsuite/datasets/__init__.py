@@ -1,11 +1,15 @@
 """Dataset loaders, one module per benchmark, each reading its dataset in the published layout.
 
 Where data lives: an explicit ``--data-dir``, else ``$EVALSUITE_DATA``; the project's own small
-fixtures under ``tests/fixtures/`` are always available.
+fixtures under ``tests/fixtures/`` are always available. Which folder a benchmark reads is
+declared in its :class:`evalsuite.benchmarks.DataSource`.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,9 @@ from typing import Any
 from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
 
 DATA_ENV = "EVALSUITE_DATA"
+FETCH_MANIFEST = ".evalsuite-fetch.json"
+"""Written by ``evalsuite data fetch`` into each folder it fills: source, revision, files."""
+DIGEST_CHARS = 12
 
 
 def data_root(explicit: str | Path | None = None) -> Path | None:
@@ -22,13 +29,41 @@ def data_root(explicit: str | Path | None = None) -> Path | None:
 
 
 def require_path(path: Path, benchmark: str) -> Path:
-    """Return ``path`` if it exists; otherwise raise naming it and the fetch command."""
+    """Return ``path`` if it exists; otherwise raise naming it (``evalsuite data list`` shows
+    what each benchmark reads and how to get it)."""
     if not path.exists():
         raise DatasetNotFoundError(
-            f"{benchmark} data not found at {path}; download it with "
-            f"`evalsuite data fetch {benchmark}` or point --data-dir / ${DATA_ENV} at it"
+            f"{benchmark} data not found at {path}; `evalsuite data list` shows what each "
+            f"benchmark reads from the data folder (--data-dir or ${DATA_ENV})"
         )
     return path
+
+
+def data_identity(folder: Path) -> str:
+    """The revision of the data in ``folder``: the one ``evalsuite data fetch`` recorded in its
+    manifest, else ``sha256:`` and the first 12 hex digits of a digest over every file's
+    relative path and bytes (so two folders with the same files have the same identity)."""
+    return _identity(folder.resolve())
+
+
+@functools.lru_cache(maxsize=64)
+def _identity(folder: Path) -> str:
+    manifest = folder / FETCH_MANIFEST if folder.is_dir() else None
+    if manifest is not None and manifest.is_file():
+        try:
+            revision = json.loads(manifest.read_text(encoding="utf-8"))["revision"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DatasetFormatError(f"{manifest} is not a valid fetch manifest: {exc!r}") from exc
+        return str(revision)
+    digest = hashlib.sha256()
+    files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [folder]
+    for path in files:
+        relative = path.name if path == folder else path.relative_to(folder).as_posix()
+        digest.update(relative.encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"sha256:{digest.hexdigest()[:DIGEST_CHARS]}"
 
 
 def load_table(path: Path, benchmark: str, columns: tuple[str, ...]) -> Any:

@@ -1,88 +1,61 @@
-"""``evalsuite data fetch NAME``: download the public benchmark data into the data folder, in the
-layout the loaders read. Uses huggingface_hub / datasets and honours ``HF_HUB_OFFLINE``."""
+"""Downloads of public benchmark data into the data folder, in the layout the loaders read.
+
+A :class:`FetchSpec` (declared on a benchmark's data source, see :mod:`evalsuite.benchmarks`)
+names the repository, the revision it is pinned to, and what to take from it; :func:`fetch`
+writes the files and a manifest (:data:`evalsuite.datasets.FETCH_MANIFEST`) recording the
+revision, which becomes part of the data's identity in run records and golden keys. Uses
+huggingface_hub / datasets and honours ``HF_HUB_OFFLINE``.
+"""
 
 from __future__ import annotations
 
-import argparse
+import json
 import os
-import sys
-from dataclasses import dataclass
+import zipfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalsuite.datasets import DATA_ENV, data_root
+from evalsuite.datasets import FETCH_MANIFEST
+from evalsuite.errors import DatasetNotFoundError
 
 
 @dataclass(frozen=True)
-class Source:
-    """Where a benchmark's public data lives and where it goes under the data folder."""
+class FetchSpec:
+    """Where a data source's public files live: a Hugging Face repository at ``revision``;
+    ``filename`` one file of it (a zip is unpacked when ``unzip``), else the dataset's
+    ``split`` saved as Parquet."""
 
     repo_id: str
-    repo_type: str
-    target: str
-    filename: str | None = None  # one file of the repo (e.g. a zip); None: the whole dataset
+    revision: str
+    repo_type: str = "dataset"
+    filename: str | None = None
     unzip: bool = False
+    split: str = "train"
 
 
-SOURCES: dict[str, Source] = {
-    "fox": Source("ucaslcl/Fox_benchmark_data", "dataset", "fox", "focus_benchmark_test.zip", True),
-    "quality": Source("emozilla/quality", "dataset", "quality"),
-    "finewiki": Source("HuggingFaceFW/finewiki", "dataset", "finewiki"),
-    "surya_detection": Source("vikp/doclaynet_bench", "dataset", "surya_detection"),
-    "surya_recognition": Source("vikp/rec_bench", "dataset", "surya_recognition"),
-}
-
-
-def target_dir(name: str, root: Path) -> Path:
-    """The folder ``name`` is fetched into; unknown names list the valid ones."""
-    if name not in SOURCES:
-        raise ValueError(f"unknown dataset {name!r}; choose one of: {', '.join(sorted(SOURCES))}")
-    return root / SOURCES[name].target
-
-
-def fetch(name: str, root: Path, *, max_rows: int | None = None) -> Path:
-    """Download ``name`` under ``root``; returns the folder written."""
-    source = SOURCES[name]
-    destination = target_dir(name, root)
+def fetch(spec: FetchSpec, destination: Path, *, max_rows: int | None = None) -> Path:
+    """Download ``spec`` into ``destination`` and write its manifest; returns the folder."""
     if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise RuntimeError(f"HF_HUB_OFFLINE=1: cannot download {source.repo_id}; unset it to fetch")
+        raise DatasetNotFoundError(
+            f"HF_HUB_OFFLINE=1: cannot download {spec.repo_id}; unset it to fetch"
+        )
     destination.mkdir(parents=True, exist_ok=True)
-    if source.filename is not None:
-        import zipfile
-
+    if spec.filename is not None:
         from huggingface_hub import hf_hub_download
 
-        path = hf_hub_download(source.repo_id, source.filename, repo_type=source.repo_type)
-        if source.unzip:
+        path = hf_hub_download(
+            spec.repo_id, spec.filename, repo_type=spec.repo_type, revision=spec.revision
+        )
+        if spec.unzip:
             with zipfile.ZipFile(path) as archive:
                 archive.extractall(destination)
-        return destination
-    import datasets
+    else:
+        import datasets
 
-    split = "test" if name.startswith("surya") else "train"
-    table = datasets.load_dataset(source.repo_id, split=split)
-    if max_rows is not None:
-        table = table.select(range(min(max_rows, len(table))))
-    table.to_parquet(str(destination / "data.parquet"))
+        table = datasets.load_dataset(spec.repo_id, split=spec.split, revision=spec.revision)
+        if max_rows is not None:
+            table = table.select(range(min(max_rows, len(table))))
+        table.to_parquet(str(destination / "data.parquet"))
+    manifest = {**asdict(spec), "max_rows": max_rows}
+    (destination / FETCH_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
     return destination
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    get = actions.add_parser("fetch", help="download a benchmark's public data")
-    get.add_argument("name", choices=sorted(SOURCES), help="benchmark data to download")
-    get.add_argument("--data-dir", default=None, help=f"destination (default ${DATA_ENV})")
-    get.add_argument("--max-rows", type=int, default=None, help="keep only the first N rows")
-
-
-def run(args: argparse.Namespace) -> int:
-    root = data_root(args.data_dir)
-    if root is None:
-        print(f"error: pass --data-dir or set {DATA_ENV}", file=sys.stderr)
-        return 2
-    try:
-        written = fetch(args.name, root, max_rows=args.max_rows)
-    except Exception as exc:  # network and hub failures: one line, not a traceback
-        print(f"error: fetching {args.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(f"{args.name}: data written to {written}")
-    return 0

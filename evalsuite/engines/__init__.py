@@ -9,6 +9,7 @@ from evalsuite.engines.base import (
     create_engine,
     engine_kind,
     register_engine,
+    supported_modes,
 )
 
 BUILTIN_ENGINE_MODULES = (
@@ -17,6 +18,7 @@ BUILTIN_ENGINE_MODULES = (
     "evalsuite.engines.tiny_deepseek_ocr2",
     "evalsuite.engines.tesseract",
     "evalsuite.engines.replay",
+    "evalsuite.engines.served",
 )
 
 __all__ = [
@@ -29,4 +31,5 @@ __all__ = [
     "create_engine",
     "engine_kind",
     "register_engine",
+    "supported_modes",
 ]

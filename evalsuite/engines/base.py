@@ -6,9 +6,13 @@ and the library resolve names the same way.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.metadata
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,16 +21,18 @@ from PIL import Image
 from evalsuite.errors import UnknownEngineError
 
 ImageInput = Path | str | Image.Image
+OCR_MODE = "native"
+"""The single mode of an OCR-only engine, which has no vision-token settings."""
 
 
 @dataclass(frozen=True)
 class InferenceRequest:
     """One unit of work for an engine.
 
-    ``key`` holds what identifies the sample for recording and replay (benchmark, document or
-    sample id, mode, render_config, condition, question_id, ...); ``prompt`` and ``mode`` are
-    added to it by :meth:`replay_key`.
-    ``image`` may be None for a text-only request (the text condition of the QA studies).
+    ``key`` holds what identifies the sample for recording and replay (benchmark, document,
+    render_config, condition, question_id, ...); :meth:`replay_key` adds the sample id, mode,
+    prompt and the image's content hash. ``image`` is None for a text-only request; engines
+    that need a page (deepseek-ocr, tesseract) fail such a sample with a clear error.
     """
 
     image: ImageInput | None
@@ -35,9 +41,34 @@ class InferenceRequest:
     sample_id: str
     key: Mapping[str, Any] = field(default_factory=dict)
 
+    @cached_property
+    def image_sha256(self) -> str | None:
+        """SHA-256 of the exact image: a file's bytes, or a PIL image's mode, size and pixel
+        bytes; None without an image."""
+        return image_sha256(self.image)
+
     def replay_key(self) -> dict[str, Any]:
         """The full identifying key of this request, as stored in a recording."""
-        return {**dict(self.key), "mode": self.mode, "prompt": self.prompt}
+        return {
+            **dict(self.key),
+            "sample_id": self.sample_id,
+            "mode": self.mode,
+            "prompt": self.prompt,
+            "image_sha256": self.image_sha256,
+        }
+
+
+def image_sha256(image: ImageInput | None) -> str | None:
+    """SHA-256 (hex) of an image as :attr:`InferenceRequest.image_sha256` defines it."""
+    if image is None:
+        return None
+    digest = hashlib.sha256()
+    if isinstance(image, Image.Image):
+        digest.update(f"{image.mode}:{image.width}x{image.height}:".encode())
+        digest.update(image.tobytes())
+    else:
+        digest.update(Path(image).read_bytes())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -61,6 +92,15 @@ class InferenceResult:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def valid_vision_tokens(self) -> int | None:
+        """The vision tokens that count for compression: a VisionTokens' ``valid``, the
+        engine's own int count, or None."""
+        value = self.vision_tokens
+        if value is None or isinstance(value, int):
+            return value
+        return int(value.valid)
 
 
 @runtime_checkable
@@ -103,6 +143,8 @@ class EngineBase:
 
 
 EngineFactory = Callable[..., Engine]
+ENGINE_ENTRY_POINT_GROUP = "evalsuite.engines"
+"""Installed packages add engines under this entry-point group (name = engine name)."""
 _REGISTRY: dict[str, EngineFactory] = {}
 
 
@@ -119,31 +161,79 @@ def register_engine(name: str) -> Callable[[EngineFactory], EngineFactory]:
 
 
 def available_engines() -> list[str]:
-    """Names of every registered engine, sorted."""
+    """Names of every registered engine and ``evalsuite.engines`` entry point, sorted."""
     _load_builtin_engines()
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | {entry.name for entry in _engine_entry_points()})
 
 
 def engine_kind(name: str) -> str:
-    """``"ocr"`` or ``"vlm"`` for a registered engine, without creating it."""
-    _load_builtin_engines()
-    if name not in _REGISTRY:
-        raise UnknownEngineError(
-            f"unknown engine {name!r}; choose one of: {', '.join(sorted(_REGISTRY))}"
-        )
-    return getattr(_REGISTRY[name], "kind", "vlm")
+    """``"ocr"`` or ``"vlm"`` for an engine name (:func:`resolve_engine`), without creating it."""
+    return getattr(resolve_engine(name), "kind", "vlm")
+
+
+def supported_modes(name: str) -> tuple[str, ...]:
+    """The modes an engine accepts, without creating it: its class's ``supported_modes``;
+    else DeepSeek-OCR's five modes for a VLM and the single ``native`` for an OCR engine."""
+    factory = resolve_engine(name)
+    declared = getattr(factory, "supported_modes", None)
+    if declared:
+        return tuple(declared)
+    if getattr(factory, "kind", "vlm") == "ocr":
+        return (OCR_MODE,)
+    from evalsuite.tokens import MODES
+
+    return tuple(MODES)
 
 
 def create_engine(name: str, **options: Any) -> Engine:
-    """Create the engine registered as ``name``; unknown names list the valid ones."""
+    """Create the engine ``name`` resolves to (see :func:`resolve_engine`) with ``options``."""
+    return resolve_engine(name)(**options)
+
+
+def resolve_engine(name: str) -> EngineFactory:
+    """The factory of ``name``: a registered engine, ``package.module:factory`` (imported, the
+    attribute called with the options), or an entry point of the group ``evalsuite.engines``.
+
+    Raises :class:`UnknownEngineError` naming what was looked for.
+    """
     _load_builtin_engines()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if ":" in name:
+        return _import_factory(name)
+    for entry in _engine_entry_points():
+        if entry.name == name:
+            return entry.load()
+    raise UnknownEngineError(
+        f"unknown engine {name!r}; choose one of: {', '.join(available_engines())}, "
+        "or name a factory as package.module:function"
+    )
+
+
+def _import_factory(name: str) -> EngineFactory:
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        raise UnknownEngineError(f"engine {name!r}: expected the form package.module:factory")
     try:
-        factory = _REGISTRY[name]
-    except KeyError:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # Only the named module (or a parent package) missing means a bad name; a missing
+        # dependency of an existing module propagates.
+        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
+            raise
         raise UnknownEngineError(
-            f"unknown engine {name!r}; choose one of: {', '.join(sorted(_REGISTRY))}"
+            f"engine {name!r}: no module named {module_name!r} (is it installed or on PYTHONPATH?)"
         ) from None
-    return factory(**options)
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise UnknownEngineError(
+            f"engine {name!r}: module {module_name!r} has no callable {attribute!r}"
+        )
+    return factory
+
+
+def _engine_entry_points() -> tuple[importlib.metadata.EntryPoint, ...]:
+    return tuple(importlib.metadata.entry_points(group=ENGINE_ENTRY_POINT_GROUP))
 
 
 def _load_builtin_engines() -> None:

@@ -5,13 +5,20 @@
 evaluation anti-repetition (``no_repeat_ngram_size=35``), and true batched generation (left
 padding). The vision tokens of a result are the image tokens the processor put in its input.
 
-DeepSeek-OCR 2's vision encoder has learned queries for 768-px and 1024-px views only, so the
-five DeepSeek-OCR modes map onto what its processor can express (:data:`OCR2_VIEWS`):
+Modes (:data:`OCR2_MODES`). DeepSeek-OCR 2's README lists one mode, "Default:
+(0-6)×768×768 + 1×1024×1024": a 1024-px global view (the page scaled to fit and padded to a
+square) plus, when the page's longer side exceeds 768 px, 2-6 tiles of 768 px
+(``MIN_CROPS = 2``, ``MAX_CROPS = 6`` in its vLLM config). Its encoder has learned queries for
+those two view sizes only: 1024 px for the global view, 768 px for tiles. So:
 
-- ``tiny``, ``small``: one 768-px view, no tiles: 12·12 + 1 = 145 image tokens;
-- ``base``, ``large``: one 1024-px view, no tiles: 16·16 + 1 = 257;
-- ``gundam``: the model's default, a 1024-px global view plus 2-6 tiles of 768 px when the page's
-  longer side exceeds 768 px: 256 + 144·tiles + 1.
+- ``default``: that mode, ``256 + 144·tiles + 1`` image tokens (the last is the view separator);
+- ``global``: its 1024-px global view alone, ``256 + 1`` tokens: what ``default`` sends for every
+  page that fits in 768 px, and the token layout of DeepSeek's own ``crop_mode=False`` path.
+
+DeepSeek-OCR's five modes (tiny ... gundam) have no counterpart here (no 512, 640 or 1280 px
+views, no 768-px global view) and are refused, as is any other mode.
+
+Environment: transformers >= 5.20.0 (:data:`NATIVE_TRANSFORMERS`, see :func:`native_problem`).
 """
 
 from __future__ import annotations
@@ -25,14 +32,21 @@ from typing import Any
 
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult, register_engine
 from evalsuite.engines.deepseek_inputs import load_page_image, with_image_placeholder
-from evalsuite.engines.weights import WeightsSource, require_runnable
-from evalsuite.tokens import closest_grid, mode_settings
+from evalsuite.engines.weights import WeightsSource, import_cause, pip_install, require_runnable
+from evalsuite.tokens import closest_grid
 
 WEIGHTS = WeightsSource(
     "deepseek-ocr-2", "deepseek-community/DeepSeek-OCR-2", "EVALSUITE_DEEPSEEK_OCR2_PATH"
 )
 PATCH_SIZE = 16  # DeepseekOcr2Processor defaults
 DOWNSAMPLE_RATIO = 4
+# DeepseekOcr2ForConditionalGeneration came with transformers 5.10.1; from 5.20.0 on its
+# processor accepts text-only requests and counts image tokens from per-call view sizes.
+NATIVE_TRANSFORMERS = "5.20.0"
+NATIVE_FIX = (
+    f"run it from an environment with transformers >= {NATIVE_TRANSFORMERS}, such as this "
+    f"checkout's .venv (`make setup`), or `pip install 'transformers>={NATIVE_TRANSFORMERS}'`"
+)
 
 
 @dataclass(frozen=True)
@@ -55,21 +69,25 @@ class Ocr2View:
         }
 
 
-# Without tiling the processor resizes the page to ``tile_size`` and counts tokens from ``size``,
-# so both are set to the single view's edge.
+# Without tiling the processor scales the page to ``tile_size`` and counts tokens from ``size``,
+# so ``global`` sets both to the global view's edge.
 OCR2_VIEWS: dict[str, Ocr2View] = {
-    "tiny": Ocr2View(768, 768, False),
-    "small": Ocr2View(768, 768, False),
-    "base": Ocr2View(1024, 1024, False),
-    "large": Ocr2View(1024, 1024, False),
-    "gundam": Ocr2View(1024, 768, True),
+    "default": Ocr2View(1024, 768, True),
+    "global": Ocr2View(1024, 1024, False),
 }
+OCR2_MODES: tuple[str, ...] = tuple(OCR2_VIEWS)
 
 
 def ocr2_view(mode: str) -> Ocr2View:
-    """The processor settings of ``mode``; an unknown mode raises ValueError listing them all."""
-    mode_settings(mode)
-    return OCR2_VIEWS[mode]
+    """The processor settings of ``mode``; any other mode raises ValueError listing them."""
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be str, got {type(mode).__name__}")
+    try:
+        return OCR2_VIEWS[mode]
+    except KeyError:
+        raise ValueError(
+            f"DeepSeek-OCR-2 has no mode {mode!r}; choose one of: {', '.join(OCR2_MODES)}"
+        ) from None
 
 
 def ocr2_tile_candidates(min_patches: int, max_patches: int) -> list[tuple[int, int]]:
@@ -83,12 +101,11 @@ def ocr2_tile_candidates(min_patches: int, max_patches: int) -> list[tuple[int, 
     return sorted(grids, key=lambda grid: grid[0] * grid[1])
 
 
-def ocr2_image_tokens(width: int, height: int, mode: str) -> int:
-    """Image tokens ``DeepseekOcr2Processor`` inserts for a ``width`` x ``height`` page.
+def ocr2_tile_grid(width: int, height: int, mode: str) -> tuple[int, int] | None:
+    """The ``(cols, rows)`` tiles of a ``width`` x ``height`` page in ``mode``; None if untiled.
 
-    ``q(size)² + q(tile)²·tiles + 1`` with ``q(s) = ceil(s / 16 / 4)``; ``tiles = cols·rows`` of
-    the closest-aspect grid when the view tiles and ``max(width, height) > tile_size``, else 0.
-    The final token is the view separator.
+    The view tiles when it crops to patches and ``max(width, height) > tile_size``; the grid is
+    the closest-aspect candidate of :func:`ocr2_tile_candidates`.
     """
     view = ocr2_view(mode)
     for value, name in ((width, "width"), (height, "height")):
@@ -96,16 +113,55 @@ def ocr2_image_tokens(width: int, height: int, mode: str) -> int:
             raise TypeError(f"{name} must be int, got {type(value).__name__}")
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
-    tiles = 0
-    if view.crop_to_patches and max(width, height) > view.tile_size:
-        cols, rows = closest_grid(
-            width,
-            height,
-            ocr2_tile_candidates(view.min_patches, view.max_patches),
-            tile=view.tile_size,
-        )
-        tiles = cols * rows
+    if not view.crop_to_patches or max(width, height) <= view.tile_size:
+        return None
+    candidates = ocr2_tile_candidates(view.min_patches, view.max_patches)
+    return closest_grid(width, height, candidates, tile=view.tile_size)
+
+
+def ocr2_image_tokens(width: int, height: int, mode: str) -> int:
+    """Image tokens ``DeepseekOcr2Processor`` inserts for a ``width`` x ``height`` page.
+
+    ``q(size)² + q(tile)²·tiles + 1`` with ``q(s) = ceil(s / 16 / 4)`` and ``tiles`` the cells of
+    :func:`ocr2_tile_grid` (0 when untiled). The final token is the view separator.
+    """
+    view = ocr2_view(mode)
+    grid = ocr2_tile_grid(width, height, mode)
+    tiles = grid[0] * grid[1] if grid else 0
     return _queries(view.size) ** 2 + _queries(view.tile_size) ** 2 * tiles + 1
+
+
+def native_problem() -> str | None:
+    """Why this environment cannot run transformers' DeepSeek-OCR-2 classes (None when it can)."""
+    import transformers
+    from packaging.version import Version
+
+    installed = transformers.__version__
+    try:
+        from transformers import (  # noqa: F401
+            DeepseekOcr2ForConditionalGeneration,
+            DeepseekOcr2Processor,
+        )
+    except ImportError as exc:
+        cause = import_cause(exc)
+        if cause.package == "transformers":
+            return (
+                f"DeepSeek-OCR-2's native classes need transformers >= {NATIVE_TRANSFORMERS} and "
+                f"this environment has {installed}, which has no {cause.absent}: {NATIVE_FIX}"
+            )
+        if cause.missing:
+            return (
+                f"transformers' DeepSeek-OCR-2 classes import {', '.join(cause.missing)}, not "
+                f"installed here: `{pip_install(cause.missing)}`"
+            )
+        return f"transformers' DeepSeek-OCR-2 classes fail to import: {type(exc).__name__}: {exc}"
+    if Version(installed) < Version(NATIVE_TRANSFORMERS):
+        return (
+            f"DeepSeek-OCR-2's native classes need transformers >= {NATIVE_TRANSFORMERS} and "
+            f"this environment has {installed}, whose DeepseekOcr2Processor takes neither "
+            f"text-only requests nor per-call view sizes: {NATIVE_FIX}"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -131,11 +187,13 @@ class DeepseekOcr2Engine(EngineBase):
     Options: ``model_path`` (else ``EVALSUITE_DEEPSEEK_OCR2_PATH``, else the Hugging Face cache),
     ``device`` (default ``"cuda"``; ``"cpu"`` only when asked for explicitly, in float32),
     ``batch_size`` (most requests per ``generate`` call), ``max_new_tokens``,
-    ``no_repeat_ngram_size``.
+    ``no_repeat_ngram_size``. Modes: :data:`OCR2_MODES`; a request in any other mode fails with
+    a ValueError that lists them.
     """
 
     name = "deepseek-ocr-2"
     kind = "vlm"
+    supported_modes: tuple[str, ...] = OCR2_MODES
 
     def __init__(
         self,
@@ -147,7 +205,9 @@ class DeepseekOcr2Engine(EngineBase):
         no_repeat_ngram_size: int = 35,
     ) -> None:
         decoding = Decoding(max_new_tokens, no_repeat_ngram_size)
-        checkpoint = require_runnable(WEIGHTS, model_path, device)
+        checkpoint = require_runnable(
+            WEIGHTS, model_path, device, environment_problem=native_problem()
+        )
         model, processor = _load_native(checkpoint, device)
         self._bind(model, processor, device, batch_size, decoding, str(checkpoint))
 

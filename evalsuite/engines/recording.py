@@ -1,22 +1,27 @@
 """The recordings format (one JSON object per line) and :class:`RecordingEngine`, which writes it.
 
-A line holds the request's identifying key and the engine's result::
+A line holds the request's identifying key, the content hashes of its input, and the engine's
+result::
 
     {"experiment": ..., "document": ..., "mode": ..., "render_config": ..., "condition": ...,
      "question_id": ..., "prompt": ..., "output": ..., "vision_tokens": ..., "output_tokens": ...,
      "ground_truth_tokens": ..., "latency_s": ..., <other key fields>, "sample_id": ...,
-     "error": ..., "settings": {...}, "boxes": [[x1, y1, x2, y2], ...] | null}
+     "image_sha256": ..., "prompt_sha256": ..., "error": ..., "settings": {...},
+     "boxes": [[x1, y1, x2, y2], ...] | null}
 
 The first twelve fields are those of the recorded DeepSeek-OCR study
-(``deepseek_ocr_recordings/recordings.jsonl``), which has only these. Every field that is not a
-result field (:data:`RESULT_FIELDS`) nor ``sample_id`` is part of the key. ``vision_tokens`` is
-an int (the engine's own count), null, or ``{"nominal", "valid", "raw", "tiles"}`` for a
-:class:`evalsuite.tokens.VisionTokens`.
+(``deepseek_ocr_recordings/recordings.jsonl``), which has only these (no sample id, no hashes:
+the replay engine serves it by its explicit study rule). Every field that is not a result field
+(:data:`RESULT_FIELDS`) nor a hash (:data:`HASH_FIELDS`) is part of the key, ``sample_id``
+included. ``image_sha256`` is :attr:`InferenceRequest.image_sha256`; ``prompt_sha256`` the
+SHA-256 of the prompt's UTF-8 bytes. ``vision_tokens`` is an int (the engine's own count),
+null, or ``{"nominal", "valid", "raw", "tiles"}`` for a :class:`evalsuite.tokens.VisionTokens`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -50,16 +55,18 @@ RESULT_FIELDS = (
 )
 """Fields that hold what the engine produced; never part of the key."""
 
-INFO_FIELDS = ("sample_id",)
-"""Fields kept for people reading a recording; not part of the key."""
+HASH_FIELDS = ("image_sha256", "prompt_sha256")
+"""Content hashes of the request's input: compared by replay, never part of the key."""
+RESERVED_KEY_FIELDS = (*RESULT_FIELDS, *HASH_FIELDS, "sample_id", "mode", "prompt")
+"""Names a request's ``key`` cannot use: the request and the recording fill them."""
 
 _VISION_TOKEN_FIELDS = ("nominal", "valid", "raw", "tiles")
 
 
 def encode_record(request: InferenceRequest, result: InferenceResult) -> dict[str, Any]:
     """The recording line (as a dict, in the documented field order) of one request's result."""
+    check_key(request.key)
     key = request.replay_key()
-    check_key(key)
     record: dict[str, Any] = {name: key.get(name) for name in STUDY_KEY_FIELDS}
     record.update(
         output=result.text,
@@ -68,9 +75,16 @@ def encode_record(request: InferenceRequest, result: InferenceResult) -> dict[st
         ground_truth_tokens=None,
         latency_s=result.latency_s,
     )
-    record.update({name: key[name] for name in sorted(key) if name not in STUDY_KEY_FIELDS})
     record.update(
-        sample_id=request.sample_id,
+        {
+            name: key[name]
+            for name in sorted(key)
+            if name not in STUDY_KEY_FIELDS and name not in HASH_FIELDS
+        }
+    )
+    record.update(
+        image_sha256=request.image_sha256,
+        prompt_sha256=hashlib.sha256(request.prompt.encode("utf-8")).hexdigest(),
         error=result.error,
         settings=dict(result.settings),
         boxes=None if result.boxes is None else [list(box) for box in result.boxes],
@@ -93,22 +107,20 @@ def decode_result(record: Mapping[str, Any]) -> InferenceResult:
 
 
 def check_key(key: Mapping[str, Any]) -> None:
-    """Raise ValueError/TypeError unless ``key`` can be stored and looked up in a recording."""
+    """Raise ValueError/TypeError unless a request's ``key`` can be stored in a recording and
+    looked up again: string names other than :data:`RESERVED_KEY_FIELDS`, scalar values."""
     for name, value in key.items():
         if not isinstance(name, str):
             raise TypeError(f"request.key field names must be str, got {name!r}")
-        if name in RESULT_FIELDS or name in INFO_FIELDS:
-            raise ValueError(f"request.key field {name!r} is reserved for the recorded result")
+        if name in RESERVED_KEY_FIELDS:
+            raise ValueError(
+                f"request.key field {name!r} is reserved (the request or its recording sets it)"
+            )
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise TypeError(
                 f"request.key[{name!r}] must be str, int, float, bool or None, "
                 f"got {type(value).__name__}"
             )
-    if not any(value is not None for name, value in key.items() if name not in ("mode", "prompt")):
-        raise ValueError(
-            "request.key is empty: a recording needs fields that identify the sample "
-            "(e.g. experiment and document)"
-        )
 
 
 class RecordingEngine:
@@ -136,7 +148,7 @@ class RecordingEngine:
 
     def infer_batch(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
         for request in requests:
-            check_key(request.replay_key())
+            check_key(request.key)
         results = self.engine.infer_batch(requests)
         lines = "".join(
             json.dumps(encode_record(request, result), ensure_ascii=False, default=str) + "\n"

@@ -1,22 +1,26 @@
 """``replay``: serves recorded engine outputs from JSONL recordings (see
-:mod:`evalsuite.engines.recording` for the format).
+:mod:`evalsuite.engines.recording` for the format). A recording is served only for the input it
+was made from; a request without one fails with :class:`~evalsuite.errors.MissingRecordingError`
+(a failed sample, never an empty output).
 
-Lookup. A request's key is ``request.replay_key()``: its ``key`` fields plus ``mode`` and
-``prompt``. Fields whose value is None count as absent, on both sides.
+Lookup of a request (its :meth:`~evalsuite.engines.base.InferenceRequest.replay_key`):
 
-1. Identity: every key field except ``prompt`` must be equal, and the two sets of fields must
-   be the same. The recorded DeepSeek-OCR study is found with
-   ``key={"experiment": "compression", "document": D}`` (modes tiny/small/base) and
-   ``key={"experiment": "context_qa", "document": D, "render_config": R or None,
-   "condition": "text" | "vision", "question_id": i}`` (mode small).
-2. Prompt: among the recordings of that identity, one whose prompt equals the request's prompt
-   wins. Otherwise a recording whose prompt was not recorded (null) or is contained in the
-   request's prompt matches (the study kept only the question, not its prompt template); the
-   longest such recorded prompt wins.
+1. Exact rule, for lines written by ``--record`` (they carry ``sample_id`` and
+   ``image_sha256``): the key fields, the sample id and the mode must equal the line's; then the
+   line's image hash and prompt must equal the request's. When they do not, the line is refused
+   and the error says which of the two differs (another page, or another prompt).
+2. Study rule, for the recorded DeepSeek-OCR study (lines without ``sample_id``, as in
+   ``deepseek_ocr_recordings/recordings.jsonl``), and only for requests whose key has an
+   ``experiment``: the study's key fields (experiment, document, mode, render_config,
+   condition, question_id; null counts as absent on both sides) must be equal, and the line's
+   prompt must be null or contained in the request's prompt (the study kept the question, not
+   its prompt template); the longest contained prompt wins. The study recorded neither sample
+   ids nor images, so those are not compared; its keys name the document and question, so a
+   line is never served for another page or question.
 3. Otherwise :class:`~evalsuite.errors.MissingRecordingError` names the key and the files.
 
-Files are read in order and lines in order; a later line with the same identity and prompt
-replaces an earlier one, so appending a new run to a recording supersedes the old outputs.
+Files are read in order and lines in order; a later line with the same key replaces an earlier
+one, so appending a new run to a recording supersedes the old outputs.
 """
 
 from __future__ import annotations
@@ -29,14 +33,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult, register_engine
-from evalsuite.engines.recording import INFO_FIELDS, RESULT_FIELDS, decode_result
+from evalsuite.engines.base import (
+    OCR_MODE,
+    EngineBase,
+    InferenceRequest,
+    InferenceResult,
+    register_engine,
+)
+from evalsuite.engines.deepseek_ocr2 import OCR2_MODES
+from evalsuite.engines.recording import (
+    HASH_FIELDS,
+    RESULT_FIELDS,
+    STUDY_KEY_FIELDS,
+    decode_result,
+)
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
+from evalsuite.textformat import shorten
+from evalsuite.tokens import MODES
 
 RECORDINGS_ENV = "EVALSUITE_RECORDINGS"
 DATA_ENV = "EVALSUITE_DATA"
 STUDY_RECORDINGS = Path("deepseek_ocr_recordings") / "recordings.jsonl"
 """The recorded DeepSeek-OCR study, relative to ``$EVALSUITE_DATA``."""
+STUDY_IDENTITY = tuple(name for name in STUDY_KEY_FIELDS if name != "prompt")
 
 Identity = tuple[tuple[str, Any], ...]
 RecordingsOption = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
@@ -72,42 +91,64 @@ def recordings_paths(recordings: RecordingsOption = None) -> list[Path]:
     )
 
 
-def identity_of(key: Mapping[str, Any]) -> Identity:
-    """The part of a replay key that must match exactly: all non-None fields except the prompt."""
+def identity_of(key: Mapping[str, Any], fields: tuple[str, ...] | None = None) -> Identity:
+    """The part of a replay key that must match exactly: the non-None fields (only ``fields``
+    when given) other than the prompt and the content hashes, sorted by name."""
     return tuple(
         sorted(
-            (
-                (name, value)
-                for name, value in key.items()
-                if name != "prompt" and value is not None
-            ),
-            key=lambda item: item[0],
+            (name, value)
+            for name, value in key.items()
+            if name != "prompt"
+            and name not in HASH_FIELDS
+            and value is not None
+            and (fields is None or name in fields)
         )
     )
 
 
-def load_recordings(paths: Sequence[Path]) -> dict[Identity, dict[str | None, Recording]]:
-    """Index every line of ``paths`` by identity, then by recorded prompt (later lines win)."""
-    index: dict[Identity, dict[str | None, Recording]] = {}
+@dataclass
+class RecordingIndex:
+    """Recordings by identity: ``exact`` (lines written by --record) and ``study`` (lines of the
+    recorded study, by study identity then recorded prompt)."""
+
+    exact: dict[Identity, Recording]
+    study: dict[Identity, dict[str | None, Recording]]
+
+    def __len__(self) -> int:
+        return len(self.exact) + sum(len(by_prompt) for by_prompt in self.study.values())
+
+
+def load_recordings(paths: Sequence[Path]) -> RecordingIndex:
+    """Index every line of ``paths`` (later lines win)."""
+    index = RecordingIndex({}, {})
     for path in paths:
         for source, record in _read_lines(path):
-            key = {
-                name: value
-                for name, value in record.items()
-                if name not in RESULT_FIELDS and name not in INFO_FIELDS
-            }
+            key = {name: value for name, value in record.items() if name not in RESULT_FIELDS}
             prompt = key.get("prompt")
-            index.setdefault(identity_of(key), {})[prompt] = Recording(prompt, record, source)
+            recording = Recording(prompt, record, source)
+            if "sample_id" in record:
+                index.exact[identity_of(key)] = recording
+            else:
+                study = identity_of(key, STUDY_IDENTITY)
+                index.study.setdefault(study, {})[prompt] = recording
     return index
 
 
 @register_engine("replay")
 class ReplayEngine(EngineBase):
-    """Returns the recorded result of each request; a request without one raises
-    :class:`MissingRecordingError` (never an empty output)."""
+    """Returns the recorded result of each request; a request without one fails with
+    :class:`MissingRecordingError` (never an empty output).
+
+    Its outputs depend on the request's key, not only on the image and prompt
+    (``keyed_outputs``), and are exactly reproducible (``deterministic``). It serves the
+    recordings of any engine, so it accepts the modes of all of them (``supported_modes``).
+    """
 
     name = "replay"
     kind = "vlm"
+    supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES, OCR_MODE)
+    keyed_outputs = True
+    deterministic = True
 
     def __init__(self, *, recordings: RecordingsOption = None) -> None:
         self.sources = recordings_paths(recordings)
@@ -117,29 +158,46 @@ class ReplayEngine(EngineBase):
         self._index = load_recordings(self.sources)
 
     def __len__(self) -> int:
-        return sum(len(by_prompt) for by_prompt in self._index.values())
+        return len(self._index)
 
     def find(self, request: InferenceRequest) -> Recording:
         """The recording that serves ``request`` (rules in the module docstring)."""
         key = request.replay_key()
-        by_prompt = self._index.get(identity_of(key), {})
-        if request.prompt in by_prompt:
-            return by_prompt[request.prompt]
-        loose = [
-            recording
-            for prompt, recording in by_prompt.items()
-            if prompt is None or prompt in request.prompt
-        ]
-        if loose:
-            return max(loose, key=_specificity)
-        recorded = sorted(repr(prompt) for prompt in by_prompt)
-        raise MissingRecordingError(
-            f"no recording for key {_describe(key)}"
-            + (f" (recorded prompts for this key: {', '.join(recorded)})" if recorded else "")
-            + f" in {', '.join(str(path) for path in self.sources)}"
-        )
+        files = ", ".join(str(path) for path in self.sources)
+        exact = self._index.exact.get(identity_of(key))
+        if exact is not None:
+            recorded, current = exact.record.get("image_sha256"), key["image_sha256"]
+            if recorded != current:
+                raise MissingRecordingError(
+                    f"the recording of {_describe(key)} ({exact.source}) was made from another "
+                    f"image (sha256 {_short(recorded)}, this one {_short(current)})"
+                )
+            if exact.prompt != request.prompt:
+                raise MissingRecordingError(
+                    f"the recording of {_describe(key)} ({exact.source}) was made with another "
+                    f"prompt ({_quote(exact.prompt)}, this one {_quote(request.prompt)})"
+                )
+            return exact
+        if request.key.get("experiment") is not None:
+            by_prompt = self._index.study.get(identity_of(key, STUDY_IDENTITY), {})
+            if request.prompt in by_prompt:
+                return by_prompt[request.prompt]
+            loose = [
+                recording
+                for prompt, recording in by_prompt.items()
+                if prompt is None or prompt in request.prompt
+            ]
+            if loose:
+                return max(loose, key=_specificity)
+            if by_prompt:
+                recorded = ", ".join(sorted(_quote(prompt) for prompt in by_prompt))
+                raise MissingRecordingError(
+                    f"no recording for key {_describe(key)}: the study recorded this key with "
+                    f"other prompts ({recorded}) in {files}"
+                )
+        raise MissingRecordingError(f"no recording for key {_describe(key)} in {files}")
 
-    def infer(self, request: InferenceRequest) -> InferenceResult:
+    def _infer(self, request: InferenceRequest) -> InferenceResult:
         return decode_result(self.find(request).record)
 
 
@@ -195,11 +253,13 @@ def _specificity(recording: Recording) -> int:
 
 
 def _describe(key: Mapping[str, Any]) -> str:
-    parts = []
-    for name, value in sorted(key.items()):
-        if value is None:
-            continue
-        if name == "prompt" and len(value) > 80:
-            value = value[:77] + "..."
-        parts.append(f"{name}={value!r}")
-    return "{" + ", ".join(parts) + "}"
+    """The key's identifying fields (no prompt, no hashes), for messages."""
+    return "{" + ", ".join(f"{name}={value!r}" for name, value in identity_of(key)) + "}"
+
+
+def _short(digest: str | None) -> str:
+    return "none" if digest is None else digest[:12]
+
+
+def _quote(prompt: str | None) -> str:
+    return "null" if prompt is None else repr(shorten(prompt, 60))

@@ -80,6 +80,7 @@ class TesseractEngine(EngineBase):
 
     name = "tesseract"
     kind = "ocr"
+    supported_modes: tuple[str, ...] = ("native",)  # an OCR-only engine has one way to read a page
 
     def __init__(
         self,

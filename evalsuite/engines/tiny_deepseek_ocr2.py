@@ -2,58 +2,39 @@
 
 It runs exactly :class:`~evalsuite.engines.deepseek_ocr2.DeepseekOcr2Engine`'s code: the real
 ``DeepseekOcr2Processor`` (resizing, tiling, image-token insertion), ``generate`` with batching,
-and decoding. Only the weights are fake: a ~140k-parameter ``DeepseekOcr2ForConditionalGeneration``
-initialised from a fixed seed, with a character-level tokenizer built with ``tokenizers``, all in
-process (no files, no network). Its text is meaningless but deterministic: the same requests give
-the same text in every run and process on a machine. Vision-token counts are the real
-processor's, mode for mode (see :mod:`evalsuite.engines.deepseek_ocr2`). Under a second per
-1024-px page on one CPU core with the default ``max_new_tokens=16``.
+and decoding. Only the weights are fake: a ``DeepseekOcr2ForConditionalGeneration`` with tiny
+layers initialised from a fixed seed, all in process (no files, no network). Its tokenizer is
+DeepSeek-OCR's real one (:func:`~evalsuite.tokenizer.deepseek_ocr_fast_tokenizer`), so prompts
+are tokenised as the real model's are (``<image>`` is id 128815, BOS 0 is prepended) and
+output-token counts are real counts of the emitted text; the 128,827-token vocabulary makes the
+embedding and output layers 98 % of its 8.4M parameters. Its text is meaningless but
+deterministic: the same requests give the same text in every run and process on a machine.
+Vision-token counts are the real processor's, mode for mode (see
+:mod:`evalsuite.engines.deepseek_ocr2`). Under a second per 1024-px page on one CPU core with
+the default ``max_new_tokens=16``.
 """
 
 from __future__ import annotations
 
 import functools
-import string
 from typing import Any
 
 from evalsuite.engines.base import register_engine
-from evalsuite.engines.deepseek_ocr2 import Decoding, DeepseekOcr2Engine
+from evalsuite.engines.deepseek_ocr2 import Decoding, DeepseekOcr2Engine, native_problem
 from evalsuite.engines.weights import cuda_problem
 from evalsuite.errors import EngineUnavailableError
+from evalsuite.tokenizer import deepseek_ocr_fast_tokenizer
 
-BOS, EOS, PAD, UNK = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "<unk>"
-# DeepSeek-OCR's special tokens: placeholder and grounding markup.
-MARKUP_TOKENS = ("<image>", "<|grounding|>", "<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>")
-SPECIAL_TOKENS = (BOS, EOS, PAD, UNK, *MARKUP_TOKENS)
-# One token per printable ASCII character (newline included, other whitespace excluded).
-ALPHABET = tuple(sorted(set(string.printable) - set("\t\r\x0b\x0c")))
+# Added tokens a real checkpoint emits in its output: end of text, grounding and table markup.
+# The tiny model never emits any other added token (BOS, PAD, <image>, <|grounding|>, chat, tool
+# and placeholder tokens), so its output is text a real model could write (see build_tiny_model).
+EMITTED_ADDED_TOKENS = frozenset(
+    {"<｜end▁of▁sentence｜>", "<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>", "<td>", "</td>"}
+    | {"<tr>", "</tr>"}
+)
 # Scales the vision-to-text projection so that the page, not only the prompt, steers the text.
 IMAGE_FEATURE_GAIN = 30.0
 INIT_STD = 0.5  # wide logits: large top-1 margins keep greedy decoding stable across machines
-
-
-def build_tiny_tokenizer() -> Any:
-    """A character-level fast tokenizer: special tokens, then :data:`ALPHABET`; BOS prepended."""
-    from tokenizers import Tokenizer, decoders, models, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {token: index for index, token in enumerate(SPECIAL_TOKENS + ALPHABET)}
-    # BPE without merges splits text into characters; unknown characters become <unk>.
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
-    backend.add_special_tokens(list(SPECIAL_TOKENS))
-    backend.decoder = decoders.Fuse()
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])]
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        unk_token=UNK,
-        model_input_names=["input_ids", "attention_mask"],
-        padding_side="left",
-    )
 
 
 def build_tiny_model(tokenizer: Any, seed: int) -> Any:
@@ -65,7 +46,6 @@ def build_tiny_model(tokenizer: Any, seed: int) -> Any:
     import torch
     from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
 
-    ids = tokenizer.convert_tokens_to_ids
     config = DeepseekOcr2Config(
         vision_config={
             "sam_config": {
@@ -100,12 +80,12 @@ def build_tiny_model(tokenizer: Any, seed: int) -> Any:
             "num_key_value_heads": 2,
             "mlp_layer_types": ["dense", "dense"],
             "max_position_embeddings": 4096,
-            "bos_token_id": ids(BOS),
-            "eos_token_id": ids(EOS),
-            "pad_token_id": ids(PAD),
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
             "initializer_range": INIT_STD,
         },
-        image_token_id=ids("<image>"),
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
         initializer_range=INIT_STD,
     )
     with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
@@ -113,9 +93,19 @@ def build_tiny_model(tokenizer: Any, seed: int) -> Any:
         model = DeepseekOcr2ForConditionalGeneration(config)
     with torch.no_grad():
         model.model.multi_modal_projector.weight.mul_(IMAGE_FEATURE_GAIN)
-    # Tokens a real checkpoint never emits mid-text; banning them keeps the output plain text.
-    model.generation_config.suppress_tokens = [ids(t) for t in (BOS, PAD, UNK, "<image>")]
+        # Suppression in the weights rather than in generation_config.suppress_tokens (821 ids:
+        # ~7 kB in every result's settings and a vocabulary-wide isin() per step): a zero output
+        # row gives logit 0, while ~128k random rows in 32 dimensions leave some logit > 0 for
+        # every hidden state, so greedy decoding never picks these tokens. Saved checkpoints
+        # keep it.
+        model.lm_head.weight[suppressed_token_ids(tokenizer)] = 0.0
     return model.eval()
+
+
+def suppressed_token_ids(tokenizer: Any) -> list[int]:
+    """Ids of the added tokens outside :data:`EMITTED_ADDED_TOKENS`, ascending (821 of 830)."""
+    added = tokenizer.get_added_vocab()  # token -> id
+    return sorted(i for token, i in added.items() if token not in EMITTED_ADDED_TOKENS)
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,7 +116,7 @@ def tiny_model_and_processor(seed: int = 0, device: str = "cpu") -> tuple[Any, A
         DeepseekOcr2ImageProcessorPil,
     )
 
-    tokenizer = build_tiny_tokenizer()
+    tokenizer = deepseek_ocr_fast_tokenizer()
     processor = DeepseekOcr2Processor(
         image_processor=DeepseekOcr2ImageProcessorPil(), tokenizer=tokenizer
     )
@@ -139,7 +129,8 @@ class TinyDeepseekOcr2Engine(DeepseekOcr2Engine):
 
     Options: ``seed`` (which random model), ``device`` (default ``"cpu"``), ``batch_size``,
     ``max_new_tokens`` (default 16, for speed), ``no_repeat_ngram_size``. ``model_path`` is
-    accepted only as None: this engine has no weights to point at.
+    accepted only as None: this engine has no weights to point at. Like deepseek-ocr-2 it needs
+    transformers >= 5.20.0; an older one is refused with :func:`native_problem`'s explanation.
     """
 
     name = "tiny-deepseek-ocr-2"
@@ -161,7 +152,7 @@ class TinyDeepseekOcr2Engine(DeepseekOcr2Engine):
             )
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be int, got {type(seed).__name__}")
-        problem = cuda_problem(device)
+        problem = native_problem() or cuda_problem(device)
         if problem:
             raise EngineUnavailableError(f"engine 'tiny-deepseek-ocr-2' cannot run here: {problem}")
         decoding = Decoding(max_new_tokens, no_repeat_ngram_size)

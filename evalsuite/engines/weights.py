@@ -3,11 +3,17 @@
 Resolution order: the engine's ``model_path`` option (``--model-path``), then the engine's
 environment variable, then the local Hugging Face cache. evalsuite never downloads weights:
 the cache is read with ``local_files_only=True``, so ``HF_HUB_OFFLINE`` changes nothing here.
+
+:func:`import_cause` reads an ImportError for what it says is wrong (a package that is not
+installed, or a name an installed package lacks), so the engines can name the real cause.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,13 +86,19 @@ def cuda_problem(device: str) -> str | None:
 
 
 def require_runnable(
-    source: WeightsSource, model_path: str | os.PathLike[str] | None, device: str
+    source: WeightsSource,
+    model_path: str | os.PathLike[str] | None,
+    device: str,
+    *,
+    environment_problem: str | None = None,
 ) -> Path:
-    """The checkpoint folder, after checking weights and device together.
+    """The checkpoint folder, after checking the environment, weights and device together.
 
-    Every problem found goes into one EngineUnavailableError, so a user fixes them in one go.
+    ``environment_problem`` is what the engine found missing from the Python environment, if
+    anything. Every problem found goes into one EngineUnavailableError, so a user fixes them in
+    one go.
     """
-    problems: list[str] = []
+    problems = [environment_problem] if environment_problem else []
     location: Path | None = None
     try:
         location = locate_weights(source, model_path)
@@ -100,6 +112,56 @@ def require_runnable(
             f"engine {source.engine!r} cannot run here: " + "; and ".join(problems)
         )
     return location
+
+
+# What transformers' check of a remote-code file's imports raises (dynamic_module_utils.py).
+_MISSING_PACKAGES = re.compile(
+    r"requires the following packages that were not found in your environment: ([^.]+)\."
+)
+_CANNOT_IMPORT_NAME = re.compile(r"cannot import name '([^']+)'")
+# pip's name where it differs from the import name
+PIP_NAMES = {"flash_attn": "flash-attn"}
+
+
+@dataclass(frozen=True)
+class ImportCause:
+    """What an ImportError says is wrong.
+
+    ``missing``: top-level modules that are not installed. ``absent``: a module or name
+    (``package.module.Name``) that an installed package lacks, i.e. a version problem of
+    ``package``. Both empty when the error says neither.
+    """
+
+    missing: tuple[str, ...] = ()
+    absent: str | None = None
+
+    @property
+    def package(self) -> str | None:
+        """The installed package that lacks :attr:`absent`."""
+        return self.absent.partition(".")[0] if self.absent else None
+
+
+def import_cause(exc: ImportError) -> ImportCause:
+    """Read ``exc`` (its ``name`` and message) for the module or name it could not import."""
+    listed = _MISSING_PACKAGES.search(str(exc))
+    if listed:
+        return ImportCause(missing=tuple(name.strip() for name in listed.group(1).split(",")))
+    if not exc.name:
+        return ImportCause()
+    top = exc.name.partition(".")[0]
+    name = _CANNOT_IMPORT_NAME.search(str(exc))
+    if name:  # ``from module import Name``: the module imported, the name is not in it
+        return ImportCause(absent=f"{exc.name}.{name.group(1)}")
+    if isinstance(exc, ModuleNotFoundError):
+        if top == exc.name or importlib.util.find_spec(top) is None:
+            return ImportCause(missing=(top,))
+        return ImportCause(absent=exc.name)  # an installed package lacks this submodule
+    return ImportCause()
+
+
+def pip_install(modules: Sequence[str]) -> str:
+    """The pip command that installs the packages providing ``modules``."""
+    return "pip install " + " ".join(PIP_NAMES.get(module, module) for module in modules)
 
 
 def _checked(path: Path, given_by: str) -> Path:

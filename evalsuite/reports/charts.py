@@ -4,15 +4,18 @@ It reads the records as the benchmarks write them: ``parameter`` is ``key=value`
 by commas (``mode=small,config=font_mono,condition=vision``) and a metric aggregated per group
 is named ``metric[group]`` (``edit_precision[600-700]``).
 
-- trend charts: one per benchmark x metric (groups left out), a line per engine x parameter
-  over the runs, the 95% interval as a band, the golden value as a dashed line, regressions
-  and improvements (see :mod:`evalsuite.reports.series`) marked;
-- compression-precision curves: per engine x mode, each page's ``edit_precision`` against its
+- trend charts: one per benchmark x metric (groups left out), a line per engine x data x
+  parameter over the runs, the 95% interval as a band, the golden value as a dashed line,
+  regressions and improvements (see :mod:`evalsuite.reports.series`) marked;
+- compression-precision curves: per engine x data x mode, each page's ``edit_precision`` against its
   compression ratio (ground-truth text tokens per vision token), as DeepSeek-OCR's Fox figure;
 - text-vs-vision bars: records that differ only in ``condition=text`` / ``condition=vision``
   side by side, one chart per metric both have;
 - group bars: ``metric[group]`` aggregates (e.g. per ground-truth token bin, as the paper's Fox
-  table), one bar per engine x parameter.
+  table), one bar per engine x data x parameter.
+
+Records of the same engine and parameter on different data (``fixtures``, ``fox@<revision>``)
+are kept apart; labels name the data only where it differs between the series of a chart.
 """
 
 from __future__ import annotations
@@ -23,8 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evalsuite.reports.model import BenchmarkRecord
-from evalsuite.reports.series import GoldenIndex, Point, SeriesKey, series_steps
+from evalsuite.records.model import BenchmarkRecord
+from evalsuite.reports.series import (
+    GoldenIndex,
+    Point,
+    SeriesKey,
+    better_note,
+    series_label,
+    series_steps,
+)
 
 COMPRESSION_METRICS = ("gt_compression", "compression_ratio")
 """Sample scores taken as the compression ratio, the first one present."""
@@ -87,8 +97,9 @@ def slug(*parts: str) -> str:
 
 
 def series_colours(labels: Sequence[str]) -> dict[str, str]:
-    """A palette colour per distinct label, in sorted order: one engine x parameter keeps its
-    colour across all charts of a benchmark."""
+    """A palette colour per distinct label, in sorted order: one engine x data x parameter
+    (:func:`evalsuite.reports.series.series_label`) keeps its colour across all charts of a
+    benchmark."""
     distinct = sorted(set(labels))
     return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(distinct)}
 
@@ -123,7 +134,7 @@ def trend_charts(
     for metric in ordered:
         lines = []
         shown = [k for k in keys if k.metric == metric]
-        names = compact_labels([(k.engine, k.parameter) for k in shown])
+        names = labels_with_data([(k.engine, k.data, k.parameter) for k in shown])
         for key, name in zip(shown, names, strict=True):
             steps = series_steps(key, series[key], golden)
             points = []
@@ -139,14 +150,14 @@ def trend_charts(
                 label = f"{step.point.run_id} · {(step.point.git_commit or '')[:7]} · n={summary.n}"
                 points.append(ChartPoint(position[step.point.run_id], summary.value,
                                          summary.ci_low, summary.ci_high, label, flag))
-            entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric))
+            entry = golden.get(key.golden_key)
             colour = (colours or {}).get(key.label, "")
             reference = entry.value if entry else None
             lines.append(ChartSeries(name, tuple(points), reference, colour))
         last = series[next(k for k in keys if k.metric == metric)][-1].summary
         charts.append(Chart(
             "line", slug(benchmark, "trend", metric), metric, "run", metric, tuple(lines),
-            ticks, note=f"{last.kind}, {last.direction} is better",
+            ticks, note=f"{last.kind}, {better_note(last.direction)}",
         ))
     return charts
 
@@ -172,12 +183,20 @@ def compression_curve(
     records: Sequence[BenchmarkRecord],
     colours: Mapping[str, str] | None = None,
 ) -> Chart | None:
-    """Edit precision against compression ratio, one curve per engine x mode, from the pages;
-    else (history only) from the aggregates, one point per record. None without both."""
+    """Edit precision against compression ratio, one curve per engine x data x mode, from the
+    pages; else (history only) from the aggregates, one point per record. None without both."""
+    several_data = len({record.data for record in records}) > 1
     pages: dict[str, dict[float, list[tuple[float, str]]]] = {}
+    colour_of: dict[str, str] = {}
     for record in records:
         mode = record.params.get("mode") or parse_parameter(record.parameter).get("mode", "")
         label = f"{record.engine} mode={mode}" if mode else record.engine
+        if several_data:
+            label += f" · {record.data}"
+        if not colour_of.get(label):  # the colour of the series whose parameter is the mode
+            colour_of[label] = (colours or {}).get(
+                series_label(record.engine, record.data, f"mode={mode}" if mode else ""), ""
+            )
         for sample in record.samples:
             x = _first_number(sample.scores, COMPRESSION_METRICS)
             y = sample.scores.get(PRECISION_METRIC)
@@ -201,13 +220,14 @@ def compression_curve(
             x = next((m for m in xs if m is not None and m.value is not None), None)
             y = record.metrics.get(PRECISION_METRIC)
             if x is not None and y is not None and y.value is not None:
+                label = f"{record.engine} · {record.data}" if several_data else record.engine
                 point = ChartPoint(x.value, y.value, y.ci_low, y.ci_high, record.parameter)
-                by_mode.setdefault(record.engine, []).append(point)
+                by_mode.setdefault(label, []).append(point)
     if not by_mode:
         return None
     lines = tuple(
         ChartSeries(label, tuple(sorted(points, key=lambda p: p.x)),
-                    colour=(colours or {}).get(label, ""))
+                    colour=colour_of.get(label, ""))
         for label, points in sorted(by_mode.items())
     )
     return Chart(
@@ -219,18 +239,18 @@ def compression_curve(
 def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list[Chart]:
     """For records that differ only in their condition (text or vision), one grouped bar chart
     per metric that both conditions have (and that is not zero everywhere); a group per
-    engine x rest of the parameter."""
-    pairs: dict[tuple[str, str], dict[str, BenchmarkRecord]] = {}
+    engine x data x rest of the parameter."""
+    pairs: dict[tuple[str, str, str], dict[str, BenchmarkRecord]] = {}
     for record in records:
         parsed = parse_parameter(record.parameter)
         condition = parsed.pop(CONDITION, None)
         if condition in CONDITIONS:
             rest = ",".join(f"{k}={v}" if k != v else k for k, v in parsed.items())
-            pairs.setdefault((record.engine, rest), {})[condition] = record
+            pairs.setdefault((record.engine, record.data, rest), {})[condition] = record
     complete = {key: both for key, both in pairs.items() if len(both) == len(CONDITIONS)}
     if not complete:
         return []
-    groups = compact_labels(list(complete))
+    groups = labels_with_data(list(complete))
     metrics = [
         name
         for name in dict.fromkeys(n for both in complete.values() for n in both["text"].metrics)
@@ -254,7 +274,7 @@ def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list
         charts.append(Chart(
             "bars", slug(benchmark, "text-vision", metric), f"{metric}: text vs vision",
             "", metric, tuple(bars), groups=tuple(groups),
-            note=f"{direction} is better",
+            note=better_note(direction),
         ))
     return charts
 
@@ -265,7 +285,7 @@ def group_bars(
     colours: Mapping[str, str] | None = None,
 ) -> list[Chart]:
     """One bar chart per metric aggregated per group (``metric[group]``): groups along x, a bar
-    per engine x parameter. A metric that is zero everywhere (say, no empty output anywhere)
+    per engine x data x parameter. A metric that is zero everywhere (say, no empty output anywhere)
     has no bar to draw and gets no chart."""
     grouped: dict[str, dict[str, None]] = {}
     for record in records:
@@ -273,7 +293,7 @@ def group_bars(
             metric, group = split_grouped(name)
             if group is not None:
                 grouped.setdefault(metric, {})[group] = None
-    names = compact_labels([(r.engine, r.parameter) for r in records])
+    names = labels_with_data([(r.engine, r.data, r.parameter) for r in records])
     charts = []
     for metric, group_set in grouped.items():
         groups = sorted(group_set, key=_natural)
@@ -286,7 +306,7 @@ def group_bars(
                     points.append(ChartPoint(index, summary.value, summary.ci_low,
                                              summary.ci_high, f"{group}: n={summary.n}"))
             if points:
-                full = f"{record.engine} {record.parameter}".strip()
+                full = series_label(record.engine, record.data, record.parameter)
                 colour = (colours or {}).get(full, "")
                 bars.append(ChartSeries(name, tuple(points), colour=colour))
         if _all_zero(bars):
@@ -297,9 +317,19 @@ def group_bars(
         )
         charts.append(Chart(
             "bars", slug(benchmark, "groups", metric), f"{metric} per group", "group", metric,
-            tuple(bars), groups=tuple(groups), note=f"{direction} is better",
+            tuple(bars), groups=tuple(groups), note=better_note(direction),
         ))
     return charts
+
+
+def labels_with_data(keys: Sequence[tuple[str, str, str]]) -> list[str]:
+    """:func:`compact_labels` of (engine, data, parameter) keys; the data joins the parameter as
+    a ``data=...`` part only when it differs between the keys."""
+    several = len({data for _, data, _ in keys}) > 1
+    return compact_labels([
+        (engine, ",".join(filter(None, (parameter, f"data={data}"))) if several else parameter)
+        for engine, data, parameter in keys
+    ])
 
 
 def compact_labels(keys: Sequence[tuple[str, str]]) -> list[str]:

@@ -26,11 +26,11 @@ from html import escape
 from pathlib import Path
 
 from evalsuite.metrics import edit_precision, order_metrics, word_metrics
-from evalsuite.reports.atomic import atomic_write_text
+from evalsuite.records.atomic import atomic_write_text
 from evalsuite.reports.charts import slug
 from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
-from evalsuite.reports.texttable import decimals_for, format_number, format_table
 from evalsuite.reports.wordalign import align_words
+from evalsuite.textformat import format_table, significant
 
 GROUND_TRUTH = "gt.txt"
 OUTPUT_SUFFIX = "_out.txt"
@@ -206,12 +206,11 @@ def render_text(
     """The ranked table as the terminal shows it."""
     headers = ["rank", "model", "docs", *(column.label for column in SCORE_COLUMNS)]
     means = [result.mean for result in results]
-    decimals = {c.key: decimals_for(*(mean[c.key] for mean in means)) for c in SCORE_COLUMNS}
     rows = []
     for rank, (result, mean) in enumerate(zip(results, means, strict=True), start=1):
         rows.append([
             str(rank), result.model, f"{len(result.per_document)}/{len(documents)}",
-            *(format_number(mean[c.key], decimals=decimals[c.key]) for c in SCORE_COLUMNS),
+            *(significant(mean[c.key]) for c in SCORE_COLUMNS),
         ])
     align = "rlr" + "r" * len(SCORE_COLUMNS)
     lowers = ", ".join(c.label for c in SCORE_COLUMNS if c.direction == "lower")
@@ -293,7 +292,7 @@ def _drill_items(
                                    ignore_punctuation=options.ignore_punctuation)
             scores = result.per_document[document.name]
             shown = {c.label: scores[c.key] for c in SCORE_COLUMNS}
-            label = f"{result.model} — F1 {format_number(scores['f1'])}"
+            label = f"{result.model} — F1 {significant(scores['f1'])}"
             items.append(DrillItem(label, document.name, gt, pred, shown))
     return items
 

@@ -19,7 +19,10 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from evalsuite.reports.atomic import atomic_write_text
+from evalsuite.records.atomic import atomic_write_text
+from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
+from evalsuite.records.model import BenchmarkRecord, SampleRecord
+from evalsuite.records.results import RESULTS_FILE, RunMetadata, read_results
 from evalsuite.reports.charts import (
     Chart,
     compression_curve,
@@ -30,7 +33,6 @@ from evalsuite.reports.charts import (
     text_vision_bars,
     trend_charts,
 )
-from evalsuite.reports.history import DEFAULT_HISTORY, HistoryEntry, read_history
 from evalsuite.reports.html import (
     Cell,
     Column,
@@ -40,19 +42,18 @@ from evalsuite.reports.html import (
     ranked_table,
     render_page,
 )
-from evalsuite.reports.model import BenchmarkRecord, SampleRecord
-from evalsuite.reports.results import RESULTS_FILE, RunMetadata, read_results
 from evalsuite.reports.series import (
     GoldenIndex,
     Point,
     SeriesKey,
+    better_note,
     chronological,
     collect_series,
     load_golden_index,
     newest_regressions,
 )
-from evalsuite.reports.texttable import MISSING, decimals_for, format_number
 from evalsuite.reports.wordalign import align_words
+from evalsuite.textformat import MISSING, significant
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULT_MAX_SAMPLES = 30
@@ -76,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden-dir", type=Path, default=Path("golden"),
                         help="golden files for the golden lines (default: %(default)s)")
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, metavar="N",
-                        help="worst samples per engine x parameter in the drill-down "
+                        help="worst samples per engine x data x parameter in the drill-down "
                              "(default: %(default)s)")
     parser.add_argument("--no-png", action="store_true", help="skip the PNG plots")
 
@@ -268,9 +269,9 @@ def _status(series: Mapping[SeriesKey, Sequence[Point]], golden: GoldenIndex, ru
         return ('<div class="status good">✓ newest run: no regression against the previous '
                 "comparable run</div>")
     items = "".join(
-        f"<li>{escape(key.engine)} {escape(key.parameter)} · {escape(key.metric)}: "
-        f"{format_number(step.previous.summary.value if step.previous else None)} → "
-        f"{format_number(step.point.summary.value)}"
+        f"<li>{escape(key.label)} · {escape(key.metric)}: "
+        f"{significant(step.previous.summary.value if step.previous else None)} → "
+        f"{significant(step.point.summary.value)}"
         f" ({escape(step.comparison.test if step.comparison else '')})</li>"
         for key, step in regressions
     )
@@ -281,28 +282,25 @@ def _status(series: Mapping[SeriesKey, Sequence[Point]], golden: GoldenIndex, ru
 def _ranking(
     benchmark: str, series: Mapping[SeriesKey, Sequence[Point]], metrics: Sequence[str]
 ) -> str:
-    """Latest value of every engine x parameter, ranked by the headline metric."""
-    latest: dict[tuple[str, str], dict[str, Point]] = {}
+    """Latest value of every engine x data x parameter, ranked by the headline metric."""
+    latest: dict[tuple[str, str, str], dict[str, Point]] = {}
     for key, points in series.items():
-        latest.setdefault((key.engine, key.parameter), {})[key.metric] = points[-1]
+        latest.setdefault((key.engine, key.data, key.parameter), {})[key.metric] = points[-1]
     if not metrics:
         return '<p class="empty">No metrics recorded.</p>'
     headline = metrics[0]
 
-    def rank_key(item: tuple[tuple[str, str], dict[str, Point]]) -> tuple[int, float, str]:
+    def rank_key(item: tuple[tuple[str, str, str], dict[str, Point]]) -> tuple[int, float, str]:
         point = item[1].get(headline)
         if point is None or point.summary.value is None:
             return (1, 0.0, " ".join(item[0]))
         sign = -1 if point.summary.direction == "higher" else 1
         return (0, sign * point.summary.value, " ".join(item[0]))
 
-    decimals = {
-        metric: decimals_for(*(p[metric].summary.value for p in latest.values() if metric in p))
-        for metric in metrics
-    }
     rows = []
-    for (engine, parameter), points in sorted(latest.items(), key=rank_key):
-        row = {"engine": Cell(engine, engine), "parameter": Cell(parameter, parameter)}
+    for (engine, data, parameter), points in sorted(latest.items(), key=rank_key):
+        row = {"engine": Cell(engine, engine), "parameter": Cell(parameter, parameter),
+               "data": Cell(data, data)}
         newest = max(points.values(), key=lambda p: p.created_utc)
         row["run"] = Cell(newest.created_utc[:10], newest.created_utc, newest.run_id)
         for metric in metrics:
@@ -310,7 +308,7 @@ def _ranking(
             if point is not None:
                 s = point.summary
                 interval = "" if s.ci_low is None else f"95% CI [{s.ci_low:.4g}, {s.ci_high:.4g}], "
-                row[metric] = Cell.number(s.value, decimals[metric], f"{interval}n={s.n}")
+                row[metric] = Cell.number(s.value, f"{interval}n={s.n}")
         row["n"] = Cell(str(points[headline].summary.n) if headline in points else MISSING,
                         points[headline].summary.n if headline in points else None)
         rows.append(row)
@@ -318,11 +316,13 @@ def _ranking(
     columns = [
         Column("engine", "engine", numeric=False),
         Column("parameter", "parameter", numeric=False),
-        *(Column(m, m, title=f"{directions.get(m, 'higher')} is better") for m in metrics),
+        *(Column(m, m, title=better_note(directions.get(m, "higher"))) for m in metrics),
         Column("n", f"n ({headline})"),
+        Column("data", "data", numeric=False),
         Column("run", "latest run", numeric=False),
     ]
-    caption = f"ranked by {headline}; latest run of each engine x parameter; hover a value for n"
+    caption = (f"ranked by {headline}; latest run of each engine x data x parameter; hover a "
+               "value for n")
     unranked = sum(1 for item in latest.items() if rank_key(item)[0])
     return ranked_table(f"rank-{slug(benchmark)}", columns, rows, caption, unranked=unranked)
 
@@ -341,7 +341,7 @@ def _drill_items(
         shown = [s for s in record.samples if s.error or (s.prediction is not None
                                                           and s.reference is not None)]
         shown.sort(key=lambda s: _badness(s, headline, direction))
-        group = f"{record.engine} · {record.parameter}"
+        group = f"{record.engine} · {record.data} · {record.parameter}"
         for sample in shown[:max_samples]:
             gt, pred = align_words(sample.prediction or "", sample.reference or "")
             note = " — failed" if sample.error else _score_note(sample, headline)
@@ -363,7 +363,7 @@ def _score_note(sample: SampleRecord, headline: str | None) -> str:
     if isinstance(score, bool):
         return f" — {headline} {'yes' if score else 'no'}"
     if isinstance(score, (int, float)):
-        return f" — {headline} {format_number(score)}"
+        return f" — {headline} {significant(score)}"
     return ""
 
 

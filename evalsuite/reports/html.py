@@ -14,8 +14,8 @@ from typing import Any
 
 from evalsuite.reports.charts import Chart, ChartSeries
 from evalsuite.reports.svg import render_svg
-from evalsuite.reports.texttable import MISSING, format_number
 from evalsuite.reports.wordalign import Segment
+from evalsuite.textformat import MISSING, significant
 
 MEDALS = ("gold", "silver", "bronze")
 DRILL_TEXT_LIMIT = 20_000
@@ -39,8 +39,8 @@ class Cell:
     title: str = ""
 
     @classmethod
-    def number(cls, value: float | None, decimals: int | None = None, title: str = "") -> Cell:
-        return cls(format_number(value, decimals=decimals), value, title)
+    def number(cls, value: float | None, title: str = "") -> Cell:
+        return cls(significant(value), value, title)
 
 
 @dataclass(frozen=True)

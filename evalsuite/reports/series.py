@@ -1,9 +1,11 @@
 """Metric time series across runs, and the run-to-run comparisons the trend views flag.
 
-A series is one benchmark x engine x parameter x metric over the runs of ``history.jsonl``, in
-run start order. Consecutive points are compared with the golden gate's statistics
-(:mod:`evalsuite.stats`): a proportion with the one-sided exact binomial test of the newer
-value's n against the older share, a mean against a tolerance. The tolerance is the golden
+A series is one benchmark x engine x data x parameter x metric over the runs of
+``history.jsonl``, in run start order; runs on other data (``fixtures``, ``fox@<revision>``)
+make another series, never compared with it. Consecutive points are compared with the golden
+gate's statistics (:func:`evalsuite.stats.compare_to_reference`): a proportion with the
+one-sided exact binomial test of the newer value's n against the older share, a mean against a
+tolerance; a metric without a better direction is not judged. The tolerance is the golden
 entry's for that key when one exists, else ``default_tolerance`` when given, else the half-width
 of the older point's 95% interval: a new mean outside the old interval is, for equal n and
 spread, roughly a one-sided 5% difference of two means; inside it, noise.
@@ -17,25 +19,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsuite.errors import GoldenError
-from evalsuite.golden import GoldenEntry, GoldenStore
-from evalsuite.reports.history import HistoryEntry
-from evalsuite.reports.model import MetricSummary
-from evalsuite.stats import Comparison, compare_mean, compare_proportion
+from evalsuite.golden import GoldenEntry, GoldenStore, describe_key
+from evalsuite.records.history import HistoryEntry
+from evalsuite.records.model import MetricSummary
+from evalsuite.stats import Comparison, compare_to_reference
 
-GoldenIndex = Mapping[tuple[str, str, str, str], GoldenEntry]
-"""Golden entries by (benchmark, engine, parameter, metric)."""
+GoldenKey = tuple[str, str, str, str, str]
+GoldenIndex = Mapping[GoldenKey, GoldenEntry]
+"""Golden entries by (benchmark, engine, data, parameter, metric)."""
+
+
+def series_label(engine: str, data: str, parameter: str) -> str:
+    """``tesseract data=fixtures mode=native``: how one engine x data x parameter is named in
+    lines of text, as the golden gate's messages name it."""
+    return f"{engine} data={data} {parameter}".strip()
+
+
+def better_note(direction: str | None) -> str:
+    """``higher is better``; ``descriptive`` for a metric without a better side."""
+    return f"{direction} is better" if direction else "descriptive"
 
 
 @dataclass(frozen=True, order=True)
 class SeriesKey:
     benchmark: str
     engine: str
+    data: str
     parameter: str
     metric: str
 
     @property
     def label(self) -> str:
-        return f"{self.engine} {self.parameter}".strip()
+        """Engine, data and parameter (see :func:`series_label`)."""
+        return series_label(self.engine, self.data, self.parameter)
+
+    @property
+    def golden_key(self) -> GoldenKey:
+        return self.benchmark, self.engine, self.data, self.parameter, self.metric
+
+    def describe(self) -> str:
+        """``fox [tesseract data=fixtures mode=native] edit_precision``, as the gate says it."""
+        return describe_key(self.benchmark, (self.engine, self.data, self.parameter, self.metric))
 
 
 @dataclass(frozen=True)
@@ -70,7 +94,9 @@ def collect_series(entries: Iterable[HistoryEntry]) -> dict[SeriesKey, list[Poin
         run = entry.metadata
         for record in entry.records:
             for metric, summary in record.metrics.items():
-                key = SeriesKey(record.benchmark, record.engine, record.parameter, metric)
+                key = SeriesKey(
+                    record.benchmark, record.engine, record.data, record.parameter, metric
+                )
                 point = Point(run.run_id, run.created_utc, run.git_commit, summary)
                 series.setdefault(key, []).append(point)
     return {key: series[key] for key in sorted(series)}
@@ -78,19 +104,19 @@ def collect_series(entries: Iterable[HistoryEntry]) -> dict[SeriesKey, list[Poin
 
 def load_golden_index(
     golden_dir: str | Path, benchmarks: Iterable[str]
-) -> dict[tuple[str, str, str, str], GoldenEntry]:
+) -> dict[GoldenKey, GoldenEntry]:
     """Golden entries of ``benchmarks`` found under ``golden_dir``; absent files give none and a
-    malformed file is skipped with a warning."""
+    malformed file (or one of an older format) is skipped with a warning."""
     store = GoldenStore(golden_dir)
-    index: dict[tuple[str, str, str, str], GoldenEntry] = {}
+    index: dict[GoldenKey, GoldenEntry] = {}
     for benchmark in sorted(set(benchmarks)):
         try:
             golden = store.load(benchmark)
         except GoldenError as error:
             warnings.warn(str(error), stacklevel=2)
             continue
-        for (engine, parameter, metric), entry in golden.entries.items():
-            index[(benchmark, engine, parameter, metric)] = entry
+        for (engine, data, parameter, metric), entry in golden.entries.items():
+            index[(benchmark, engine, data, parameter, metric)] = entry
     return index
 
 
@@ -100,8 +126,8 @@ def step_tolerance(
     """The tolerance a step of ``key`` is judged with (see the module docstring); a per-group
     aggregate ``metric[group]`` without its own golden entry takes the metric's."""
     base = key.metric.split("[", 1)[0]
-    entry = golden.get((key.benchmark, key.engine, key.parameter, key.metric)) or golden.get(
-        (key.benchmark, key.engine, key.parameter, base)
+    entry = golden.get(key.golden_key) or golden.get(
+        (key.benchmark, key.engine, key.data, key.parameter, base)
     )
     if entry is not None:
         return float(entry.tolerance)
@@ -115,15 +141,12 @@ def step_tolerance(
 def compare_summaries(
     previous: MetricSummary, current: MetricSummary, tolerance: float
 ) -> Comparison | None:
-    """``current`` against ``previous`` with the gate's test for the metric's kind; None when
-    either has no value or the current one no samples."""
-    if previous.value is None or current.value is None or current.n <= 0:
+    """``current`` against ``previous`` with the gate's test for the metric's kind
+    (:func:`evalsuite.stats.compare_to_reference`); None when either has no value, the current
+    one no samples, or the metric no better direction."""
+    if previous.value is None:
         return None
-    if current.kind == "proportion":
-        return compare_proportion(
-            previous.value, current.value, current.n, current.direction, tolerance=tolerance
-        )
-    return compare_mean(previous.value, current.value, current.direction, tolerance=tolerance)
+    return compare_to_reference(previous.value, current, tolerance=tolerance)
 
 
 def series_steps(
@@ -154,7 +177,7 @@ def newest_regressions(
     default_tolerance: float | None = None,
 ) -> list[tuple[SeriesKey, Step]]:
     """The series whose point from ``newest_run_id`` regressed against the previous comparable
-    run (same benchmark, engine, parameter and metric)."""
+    run (same benchmark, engine, data, parameter and metric)."""
     regressions = []
     for key, points in series.items():
         steps = series_steps(key, points, golden, default_tolerance=default_tolerance)

@@ -1,41 +1,113 @@
-"""The terminal summary of a run: one table per benchmark, a row per engine x parameter."""
+"""The terminal summary of a run: per benchmark a row per engine x data x parameter x gated
+metric with value, golden, delta and status; then per engine how many metrics were gated on
+how many samples, and the run's model calls. Numbers to 4 significant digits."""
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
+from collections.abc import Sequence
 
-from evalsuite.reports.results import read_results
+from evalsuite.records.results import RunResults
+from evalsuite.textformat import MISSING, format_table, significant
 
-MAX_METRICS = 6  # beyond these, see results.json
+STATUS_LABELS = {
+    "ok": "ok",
+    "improved": "improved",
+    "regressed": "REGRESSED",
+    "no golden": "no golden",
+    "no samples": "NO SAMPLES",
+    "not gated": "not gated",
+}
+GATED_STATUSES = ("ok", "improved", "regressed")
+"""Statuses of a metric that was compared with its golden value."""
 
 
-def summary_lines(results_path: str | os.PathLike[str]) -> list[str]:
-    """Aligned text tables of a results.json: value ± half-interval and n per metric."""
-    run = read_results(results_path)
+def summary_lines(run: RunResults, width: int = 100) -> list[str]:
+    """The summary tables of ``run``, each no wider than ``width`` where the data allows (long
+    parameters wrap onto their own line)."""
     by_benchmark = defaultdict(list)
     for record in run.records:
         by_benchmark[record.benchmark].append(record)
     lines: list[str] = []
-    for benchmark in sorted(by_benchmark):
-        records = by_benchmark[benchmark]
-        # Per-group aggregates (``metric[group]``) stay in results.json, out of this table.
-        metrics = sorted({name for r in records for name in r.metrics if "[" not in name})
-        shown = [m for m in metrics if not m.endswith("_output_rate")][:MAX_METRICS]
-        shown += [m for m in metrics if m.endswith("_output_rate")]
-        header = ["engine", "parameter", "n", "failed", *shown]
-        rows = [header]
+    for benchmark, records in by_benchmark.items():
+        rows = []
         for record in records:
-            failed = sum(1 for s in record.samples if s.error)
-            row = [record.engine, record.parameter, str(len(record.samples)), str(failed)]
-            for name in shown:
-                summary = record.metrics.get(name)
-                missing = summary is None or summary.value is None
-                row.append("-" if missing else f"{summary.value:.3f}")
-            rows.append(row)
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+            errors = sum(1 for s in record.samples if s.error)
+            gates = record.params.get("gates", {})
+            first = True
+            for metric, gate in gates.items():
+                summary = record.metrics.get(metric)
+                value = None if summary is None else summary.value
+                head = [record.engine, record.data, record.parameter] if first else ["", "", ""]
+                rows.append([
+                    *head,
+                    metric,
+                    significant(value),
+                    significant(gate.get("golden")),
+                    significant(gate.get("delta"), signed=True),
+                    STATUS_LABELS.get(gate.get("status"), str(gate.get("status"))),
+                    str(summary.n if summary else 0) if first else "",
+                    str(errors) if first else "",
+                ])
+                first = False
+        headers = ["engine", "data", "parameter", "metric", "value", "golden", "delta", "status",
+                   "n", "errors"]
+        table = format_table(headers, rows, align="llllrrrlrr", indent="  ")
+        if max((len(line) for line in table.splitlines()), default=0) > width:
+            table = _narrow(headers, rows)
         lines.append(f"{benchmark}:")
-        for row in rows:
-            cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-            lines.append("  " + "  ".join(cells).rstrip())
+        lines.extend(table.splitlines())
+    lines.extend(gated_lines(run))
     return lines
+
+
+def _narrow(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The table with engine, data and parameter on a line of their own above their metrics."""
+    out = []
+    body = []
+    for row in rows:
+        if row[0]:
+            if body:
+                out.append(format_table(headers[3:], body, align="lrrrlrr", indent="    "))
+                body = []
+            out.append(f"  {row[0]} · {row[1]} · {row[2]}")
+        body.append(row[3:])
+    if body:
+        out.append(format_table(headers[3:], body, align="lrrrlrr", indent="    "))
+    return "\n".join(out)
+
+
+def gated_lines(run: RunResults) -> list[str]:
+    """Per engine: metrics gated, how they fared, samples behind them; then model calls."""
+    per_engine: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for record in run.records:
+        counts = per_engine[record.engine]
+        counts["samples"] += len(record.samples)
+        counts["failed samples"] += sum(1 for s in record.samples if s.error)
+        for gate in record.params.get("gates", {}).values():
+            status = gate.get("status")
+            counts["gated"] += status in GATED_STATUSES
+            counts[status] += 1
+    lines = []
+    for engine, counts in sorted(per_engine.items()):
+        statuses = ", ".join(
+            f"{counts[status]} {STATUS_LABELS[status]}"
+            for status in STATUS_LABELS
+            if counts.get(status)
+        )
+        lines.append(
+            f"{engine}: {counts['gated']} metrics gated on {counts['samples']} samples"
+            f" ({statuses or 'no gate'}; {counts['failed samples']} failed samples)"
+        )
+    calls = run.metadata.model_calls
+    lines.append(f"model calls: {MISSING if calls is None else calls}")
+    return lines
+
+
+def gated_count(run: RunResults) -> int:
+    """How many metrics of the run were compared with a golden value."""
+    return sum(
+        gate.get("status") in GATED_STATUSES
+        for record in run.records
+        for gate in record.params.get("gates", {}).values()
+    )

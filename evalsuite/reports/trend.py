@@ -1,8 +1,8 @@
 """``evalsuite trend``: how each metric moved over the last runs, regressions flagged.
 
-One table per benchmark x metric: for every engine x parameter its last N values with their
-95% interval, the change against the run before, and a flag when that change is a regression
-or an improvement by the golden gate's statistics (see :mod:`evalsuite.reports.series`).
+One table per benchmark x metric: for every engine x data x parameter its last N values with
+their 95% interval, the change against the run before, and a flag when that change is a
+regression or an improvement by the golden gate's statistics (see :mod:`evalsuite.reports.series`).
 ``--fail-on-regression`` exits 1 when the newest run regressed against the previous comparable
 run of any shown series, for CI. Per-group aggregates (``edit_precision[600-700]``) are shown
 and judged only with ``--groups`` or when ``--metric`` names one.
@@ -16,19 +16,20 @@ from collections.abc import Mapping, Sequence
 from itertools import groupby
 from pathlib import Path
 
-from evalsuite.reports.history import DEFAULT_HISTORY, HistoryEntry, read_history
+from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
 from evalsuite.reports.series import (
     GoldenIndex,
     Point,
     SeriesKey,
     Step,
+    better_note,
     chronological,
     collect_series,
     load_golden_index,
     newest_regressions,
     series_steps,
 )
-from evalsuite.reports.texttable import MISSING, decimals_for, format_number, format_table
+from evalsuite.textformat import MISSING, format_table, significant
 
 DEFAULT_LAST = 10
 REGRESSED = "▼ REGRESSED"
@@ -123,7 +124,7 @@ def render_trend(
         keys_points = list(group)
         summary = keys_points[-1][1][-1].summary
         blocks.append(
-            f"\n{benchmark} · {metric} ({summary.kind}, {summary.direction} is better)\n"
+            f"\n{benchmark} · {metric} ({summary.kind}, {better_note(summary.direction)})\n"
             + _metric_table(keys_points, golden, last, default_tolerance)
         )
     regressions = newest_regressions(series, newest.run_id, golden,
@@ -146,32 +147,35 @@ def _metric_table(
         (key, series_steps(key, points, golden, default_tolerance=default_tolerance)[-last:])
         for key, points in keys_points
     ]
-    decimals = decimals_for(
-        *(v for _, steps in shown for s in steps
-          for v in (s.point.summary.value, s.point.summary.ci_low, s.point.summary.ci_high))
-    )
     rows = []
     for key, steps in shown:
         for index, step in enumerate(steps):
-            label = (key.engine, key.parameter) if index == 0 else ("", "")
-            rows.append([*label, *_step_cells(step, decimals)])
-    headers = ["engine", "parameter", "run", "commit", "value", "95% CI", "n", "Δ prev", "flag"]
-    return format_table(headers, rows, align="lllllrrrl", indent="  ")
+            label = (key.engine, key.data, key.parameter) if index == 0 else ("", "", "")
+            rows.append([*label, *_step_cells(step)])
+    headers = ["engine", "data", "parameter", "run", "commit", "value", "95% CI", "n", "Δ prev",
+               "flag"]
+    return format_table(headers, rows, align="lllllrrrrl", indent="  ")
 
 
-def _step_cells(step: Step, decimals: int) -> list[str]:
+def _step_cells(step: Step) -> list[str]:
     summary = step.point.summary
     if summary.ci_low is None or summary.ci_high is None:
         interval = MISSING
     else:
-        low = format_number(summary.ci_low, decimals=decimals)
-        interval = f"{low}–{format_number(summary.ci_high, decimals=decimals)}"
+        low = significant(summary.ci_low)
+        interval = f"{low}–{significant(summary.ci_high)}"
     comparison = step.comparison
-    delta = format_number(comparison.delta, signed=True, decimals=decimals) if comparison else ""
+    previous = step.previous.summary.value if step.previous else None
+    if comparison is not None:
+        delta = significant(comparison.delta, signed=True)
+    elif previous is not None and summary.value is not None:
+        delta = significant(summary.value - previous, signed=True)  # a descriptive metric
+    else:
+        delta = ""
     return [
         step.point.run_id,
         _short(step.point.git_commit),
-        format_number(summary.value, decimals=decimals),
+        significant(summary.value),
         interval,
         str(summary.n),
         delta,
@@ -196,16 +200,16 @@ def _verdict(regressions: Sequence[tuple[SeriesKey, Step]]) -> str:
     for key, step in regressions:
         assert step.previous is not None and step.comparison is not None
         lines.append(
-            f"  {key.benchmark} {key.engine} {key.parameter} {key.metric}: "
-            f"{format_number(step.previous.summary.value)} ({step.previous.run_id}) -> "
-            f"{format_number(step.point.summary.value)}, Δ "
-            f"{format_number(step.comparison.delta, signed=True)} ({step.comparison.test})"
+            f"  {key.describe()}: "
+            f"{significant(step.previous.summary.value)} ({step.previous.run_id}) -> "
+            f"{significant(step.point.summary.value)}, Δ "
+            f"{significant(step.comparison.delta, signed=True)} ({step.comparison.test})"
         )
     return "\n".join(lines)
 
 
-def _metric_order(key: SeriesKey) -> tuple[str, str, str, str]:
-    return key.benchmark, key.metric, key.engine, key.parameter
+def _metric_order(key: SeriesKey) -> tuple[str, str, str, str, str]:
+    return key.benchmark, key.metric, key.engine, key.data, key.parameter
 
 
 def _short(commit: str | None) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 
 from filelock import FileLock
 
-from evalsuite.reports.model import BenchmarkRecord
-from evalsuite.reports.results import SCHEMA_VERSION, RunMetadata, merge_records
+from evalsuite.records.metadata import RunMetadata
+from evalsuite.records.model import SCHEMA_VERSION, BenchmarkRecord, merge_records
 
 DEFAULT_HISTORY = Path("reports") / "history.jsonl"
 LOCK_TIMEOUT_S = 120.0

@@ -1,0 +1,148 @@
+"""QuALITY long-document multiple-choice QA: the article as one rendered image ("vision") vs the
+article as text truncated to the decoder's context ("text"), per mode; accuracy and compression.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
+from evalsuite.datasets.quality import QualityArticle, load_quality, quality_files
+from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.metrics.qa import parse_choice
+from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
+from evalsuite.render import PRESETS, page_image
+from evalsuite.runner import MetricSpec, Sample, Scored
+from evalsuite.tokens import text_token_count
+
+DEFAULT_ARTICLES = 2
+DEFAULT_QUESTIONS = 5
+DECODER_CONTEXT_TOKENS = 8192
+"""DeepSeek-OCR's decoder context in positions; an engine may declare its own (context_tokens)."""
+ANSWER_RESERVE_TOKENS = 256
+"""Positions kept free for the answer when the text condition's context is truncated."""
+
+
+def load_articles(location: Path) -> list[QualityArticle]:
+    """Every article of a folder of QuALITY files (htmlstripped ones when present)."""
+    return [article for path in quality_files(location) for article in load_quality(path)]
+
+
+BENCHMARK = register(
+    Benchmark(
+        name="quality",
+        title="QuALITY",
+        description="QuALITY long-document QA, vision vs text context",
+        sources=(
+            DataSource(
+                "fixtures",
+                "one article with five questions written for the project",
+                load_articles,
+                fixtures=FIXTURES_DIR / "quality",
+            ),
+            DataSource(
+                "quality",
+                "QuALITY v1.0.1 question sets (nyu-mll/quality)",
+                load_articles,
+                folder="quality",
+            ),
+        ),
+        cpu_engines=("tiny-deepseek-ocr-2",),
+        default_modes=("small",),
+        needs_vlm=True,
+        order=30,
+    )
+)
+
+METRICS = (MetricSpec("accuracy", kind="proportion"), *CONTEXT_METRICS)
+
+
+def truncate_to_tokens(text: str, budget: int) -> str:
+    """The longest prefix of whole words whose token count fits ``budget``."""
+    words = text.split()
+    low, high = 0, len(words)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text_token_count(" ".join(words[:middle])) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return " ".join(words[:low])
+
+
+def question_block(question) -> str:
+    """The question and its lettered options, then the answer instruction."""
+    options = "\n".join(
+        f"{letter}. {option}"
+        for letter, option in zip(string.ascii_uppercase, question.options, strict=False)
+    )
+    return (
+        f"Question: {question.question}\n{options}\n"
+        "Answer with the letter of the correct option.\nAnswer:"
+    )
+
+
+def samples(
+    articles: Sequence[QualityArticle],
+    mode: str,
+    condition: str,
+    *,
+    num_articles: int | None = None,
+    questions_per_article: int | None = None,
+    context_tokens: int = DECODER_CONTEXT_TOKENS,
+) -> list[Sample]:
+    """The first questions of the first articles under ``condition``. The text condition's
+    article is cut to ``context_tokens`` less the prompt's own tokens and the answer reserve."""
+    chosen = list(articles)[: num_articles or DEFAULT_ARTICLES]
+    per_article = questions_per_article or DEFAULT_QUESTIONS
+    result = []
+    for article in chosen:
+        article_tokens = int(text_token_count(article.text))
+        page = None if condition == TEXT else page_image(article.text, PRESETS["size_small"])
+        for question in article.questions[:per_article]:
+            block = question_block(question)
+            if condition == TEXT:
+                budget = (
+                    context_tokens
+                    - int(text_token_count(text_condition_prompt("", block)))
+                    - ANSWER_RESERVE_TOKENS
+                )
+                context = truncate_to_tokens(article.text, budget)
+                image, prompt = blank_image(), text_condition_prompt(context, block)
+                sent_tokens = int(text_token_count(context))
+            else:
+                image, prompt, sent_tokens = page, vision_condition_prompt(block), article_tokens
+            sample_id = f"{article.article_id}/{question.question_id}"
+            key = {"benchmark": "quality", "condition": condition, "question_id": sample_id}
+            result.append(
+                Sample(
+                    sample_id,
+                    InferenceRequest(image, prompt, mode, sample_id, key),
+                    reference=question.options[question.gold_index],
+                    details={
+                        "gold_index": question.gold_index,
+                        "n_options": len(question.options),
+                        "context_tokens": sent_tokens,
+                    },
+                )
+            )
+    return result
+
+
+def score(sample: Sample, result: InferenceResult) -> Scored:
+    chosen = parse_choice(result.text, sample.details["n_options"])
+    gold = sample.details["gold_index"]
+    condition = sample.request.key["condition"]
+    return Scored(
+        {
+            "accuracy": chosen == gold,
+            **context_scores(condition, sample.details["context_tokens"], result),
+        },
+        explain={
+            "gold": string.ascii_uppercase[gold],
+            "parsed": None if chosen is None else string.ascii_uppercase[chosen],
+        },
+    )

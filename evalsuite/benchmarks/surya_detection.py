@@ -1,0 +1,115 @@
+"""Surya-style text-line detection: engine line boxes (tesseract's TSV lines; DeepSeek-OCR's
+grounding output) against reference boxes; precision and recall at coverage 0.5 with
+penalize_double, as Surya's detection benchmark scores them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.datasets.surya import load_detection
+from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.engines.grounding import parse_grounding
+from evalsuite.metrics.boxes import detection_precision_recall
+from evalsuite.prompts import MARKDOWN
+from evalsuite.render import PRESETS, cached_render_text
+from evalsuite.runner import MetricSpec, Sample
+
+COVERAGE_THRESHOLD = 0.5
+SYNTHETIC_PRESETS = ("font_sans", "font_serif", "size_large")
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class DetectionItem:
+    page_id: str
+    image: Image.Image
+    boxes: Sequence[Box]
+
+
+def synthetic_pages(location: Path) -> list[DetectionItem]:
+    """A text file rendered with several presets; the reference boxes are the renderer's own
+    line boxes."""
+    text = location.read_text(encoding="utf-8")
+    pages = []
+    for name in SYNTHETIC_PRESETS:
+        for index, page in enumerate(cached_render_text(text, PRESETS[name]).pages):
+            boxes = [line.box for line in page.lines if line.text.strip()]
+            pages.append(DetectionItem(f"{name}/{index}", page.image, boxes))
+    return pages
+
+
+def dataset_pages(location: Path) -> list[DetectionItem]:
+    """Pages of a dataset in Surya's detection layout (``image``, ``bboxes`` on 0-1000)."""
+    return [DetectionItem(p.page_id, p.image, p.boxes) for p in load_detection(location)]
+
+
+BENCHMARK = register(
+    Benchmark(
+        name="surya_detection",
+        title="Surya text-line detection",
+        description="Surya-style text-line detection",
+        sources=(
+            DataSource(
+                "synthetic",
+                "a text written for the project, rendered with three presets",
+                synthetic_pages,
+                fixtures=FIXTURES_DIR / "surya" / "synthetic_text.txt",
+            ),
+            DataSource(
+                "fixtures",
+                "two pages written for the project in Surya's detection layout",
+                dataset_pages,
+                fixtures=FIXTURES_DIR / "surya" / "detection",
+            ),
+            DataSource(
+                "surya_detection",
+                "Surya's detection benchmark pages (vikp/doclaynet_bench)",
+                dataset_pages,
+                folder="surya_detection",
+            ),
+        ),
+        cpu_engines=("tesseract",),
+        default_modes=("base",),
+        order=50,
+    )
+)
+
+METRICS = (
+    MetricSpec("precision", tolerance=0.03),
+    MetricSpec("recall", tolerance=0.03),
+)
+
+
+def samples(items: Sequence[DetectionItem], mode: str) -> list[Sample]:
+    return [
+        Sample(
+            item.page_id,
+            InferenceRequest(
+                item.image, MARKDOWN, mode, item.page_id,
+                {"benchmark": "surya_detection", "document": item.page_id},
+            ),
+            details={"reference_boxes": [list(b) for b in item.boxes], "size": item.image.size},
+        )
+        for item in items
+    ]
+
+
+def score(sample: Sample, result: InferenceResult) -> dict[str, float]:
+    """Precision and recall of the engine's line boxes (its own, else those of its grounding
+    markup) against the reference boxes."""
+    width, height = sample.details["size"]
+    if result.boxes is not None:
+        predicted = [list(box) for box in result.boxes]
+    else:
+        predicted = [list(g.box) for g in parse_grounding(result.text, width, height)]
+    return detection_precision_recall(
+        predicted,
+        sample.details["reference_boxes"],
+        threshold=COVERAGE_THRESHOLD,
+        penalize_double=True,
+    )

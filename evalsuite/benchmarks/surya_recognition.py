@@ -1,0 +1,124 @@
+"""Surya-style text-line recognition: each reference line is cropped, read by the engine, and
+scored with ``overlap_score_exact``; aggregated as Σ weighted scores / Σ weights overall and per
+language, after Surya's text normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.datasets.surya import load_recognition
+from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.metrics.recognition import normalize_recognition_text
+from evalsuite.metrics.text import overlap_score_exact
+from evalsuite.prompts import FREE_OCR
+from evalsuite.records.model import SampleRecord
+from evalsuite.render import PRESETS, cached_render_text
+from evalsuite.runner import MetricSpec, Sample
+
+CROP_PADDING = 4  # pixels around each line, so ascenders and descenders are not cut
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class LinePage:
+    page_id: str
+    image: Image.Image
+    boxes: Sequence[Box]
+    texts: Sequence[str]
+    language: str
+
+
+def synthetic_pages(location: Path) -> list[LinePage]:
+    """A text file rendered with the size_medium preset; each drawn line is a reference."""
+    text = location.read_text(encoding="utf-8")
+    pages = []
+    for index, page in enumerate(cached_render_text(text, PRESETS["size_medium"]).pages):
+        lines = [line for line in page.lines if line.text.strip()]
+        pages.append(
+            LinePage(str(index), page.image, [x.box for x in lines], [x.text for x in lines], "en")
+        )
+    return pages
+
+
+def dataset_pages(location: Path) -> list[LinePage]:
+    """Pages of a dataset in Surya's recognition layout (image, bboxes, text, language)."""
+    return [
+        LinePage(p.page_id, p.image, p.boxes, p.texts, p.language)
+        for p in load_recognition(location)
+    ]
+
+
+BENCHMARK = register(
+    Benchmark(
+        name="surya_recognition",
+        title="Surya text-line recognition",
+        description="Surya-style text-line recognition",
+        sources=(
+            DataSource(
+                "synthetic",
+                "a text written for the project, rendered; one sample per line",
+                synthetic_pages,
+                fixtures=FIXTURES_DIR / "surya" / "synthetic_text.txt",
+            ),
+            DataSource(
+                "fixtures",
+                "pages written for the project in Surya's recognition layout",
+                dataset_pages,
+                fixtures=FIXTURES_DIR / "surya" / "recognition",
+            ),
+            DataSource(
+                "surya_recognition",
+                "Surya's recognition benchmark pages (vikp/rec_bench)",
+                dataset_pages,
+                folder="surya_recognition",
+            ),
+        ),
+        cpu_engines=("tesseract", "tiny-deepseek-ocr-2"),
+        default_modes=("tiny",),
+        order=60,
+    )
+)
+
+METRICS = (MetricSpec("line_score", weight="line_weight", tolerance=0.03),)
+
+
+def crop(image: Image.Image, box: Box) -> Image.Image:
+    x1, y1, x2, y2 = box
+    return image.crop(
+        (
+            max(0, int(x1) - CROP_PADDING),
+            max(0, int(y1) - CROP_PADDING),
+            min(image.width, int(x2) + CROP_PADDING),
+            min(image.height, int(y2) + CROP_PADDING),
+        )
+    )
+
+
+def samples(pages: Sequence[LinePage], mode: str) -> list[Sample]:
+    """One request per reference line: the line cropped with a few pixels of margin."""
+    result = []
+    for page in pages:
+        for index, (box, text) in enumerate(zip(page.boxes, page.texts, strict=True)):
+            sample_id = f"{page.page_id}/line{index:03d}"
+            key = {"benchmark": "surya_recognition", "document": sample_id}
+            request = InferenceRequest(crop(page.image, box), FREE_OCR, mode, sample_id, key)
+            result.append(
+                Sample(sample_id, request, reference=text, details={"language": page.language})
+            )
+    return result
+
+
+def score(sample: Sample, result: InferenceResult) -> dict[str, float]:
+    prediction = normalize_recognition_text(result.text.strip())
+    reference = normalize_recognition_text(sample.reference)
+    (weighted,), (weight,) = overlap_score_exact([prediction], [reference])
+    return {"line_score": weighted / weight, "line_weight": weight}
+
+
+def language(sample: SampleRecord) -> str:
+    return sample.details["language"]

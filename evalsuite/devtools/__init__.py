@@ -1,0 +1,1 @@
+"""Developer tools that check the project itself: ``python -m evalsuite.devtools.<tool>``."""

@@ -1,0 +1,589 @@
+"""``openai`` and ``vllm``: an engine behind an OpenAI-compatible chat-completions server.
+
+Each request is one ``POST {api_base}/chat/completions``: a user message holding the page as a
+PNG data URL (an ``image_url`` part; none for a text-only request) and the prompt text, with
+``temperature=0``, ``max_tokens`` (8192), ``skip_special_tokens=False`` and DeepSeek-OCR's
+anti-repetition settings as ``vllm_xargs`` (``ngram_size=30``, ``window_size=90``,
+``whitelist_token_ids=[128821, 128822]``, the ids of ``<td>`` and ``</td>``), exactly as vLLM's
+recipes pass them (vllm-project/recipes ``DeepSeek/DeepSeek-OCR.md``, ``DeepSeek-OCR-2.md``).
+The server applies them only when it was started with
+``--logits_processors vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor``,
+which reads ``ngram_size``, ``window_size`` and ``whitelist_token_ids`` from the request's
+``extra_args`` (``vllm/model_executor/models/deepseek_ocr.py``).
+
+What vLLM does with the request (read in vLLM 0.33.0's source):
+
+- Prompt. DeepSeek-OCR's chat template is the BOS token followed by the message content
+  (``vllm/transformers_utils/chat_templates/template_deepseek_ocr.jinja``), and vLLM puts one
+  ``<image>`` per image part in front of the text, joined by a newline
+  (``get_full_multimodal_text_prompt``, ``vllm/renderers/chat_utils/chat_message.py``): the
+  text "Free OCR." becomes DeepSeek's own ``<image>\\nFree OCR.``. So the prompt is sent without
+  DeepSeek's ``<image>`` placeholder (:func:`chat_text`); a placeholder left in the text would
+  be counted against the images sent.
+- Resolution mode: per server, and on a stock vLLM only DeepSeek-OCR's ``gundam`` (DeepSeek-OCR-2:
+  its ``default``, 1024-px global view plus 768-px tiles). A request's
+  ``mm_processor_kwargs`` do reach ``DeepseekOCRProcessor`` (``image_size``, ``base_size``,
+  ``crop_mode``; ``vllm/transformers_utils/processors/deepseek_ocr.py``), but the number of
+  ``<image>`` tokens vLLM writes into the prompt comes from the module constants
+  ``IMAGE_SIZE=640``, ``BASE_SIZE=1024``, ``CROP_MODE=True`` (``get_num_image_tokens`` and
+  ``_get_prompt_updates`` in ``vllm/model_executor/models/deepseek_ocr.py``; DeepSeek-OCR-2:
+  ``IMAGE_SIZE=768`` in ``deepseek_ocr2.py``), so any other mode, per request or per server
+  (``--mm-processor-kwargs``), mismatches the image features. The engine's ``mode`` option is
+  therefore the server's mode: a request in another mode fails with a per-sample error. Only
+  ``evalsuite serve`` chooses the mode per request (``mode="per-request"``, checked at creation).
+- Unknown fields: vLLM's request models allow extra fields and only log them at debug level
+  (``OpenAIBaseModel``, ``model_config = ConfigDict(extra="allow")`` in
+  ``vllm/entrypoints/serve/engine/protocol.py``), so the ``evalsuite`` field that carries the
+  sample's identity for ``evalsuite serve --engine replay`` is harmless there.
+
+Vision tokens come from the image size and mode (the ``model_family`` option):
+:func:`evalsuite.tokens.vision_tokens` for DeepSeek-OCR, :func:`ocr2_image_tokens` for
+DeepSeek-OCR-2, none for ``"none"``. ``output_tokens`` is the response's
+``usage.completion_tokens`` (``evalsuite serve`` also says when its engine counted none).
+
+The HTTP client is aiohttp: on a 2-core machine httpx's asynchronous client spent 1.2-3.5 ms of
+CPU per request (more with more connections open), aiohttp 0.2-0.3 ms, which is what lets one
+client keep a batching server busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import io
+import json
+import os
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from PIL import Image
+
+from evalsuite.engines.base import (
+    OCR_MODE,
+    EngineBase,
+    ImageInput,
+    InferenceRequest,
+    InferenceResult,
+    register_engine,
+)
+from evalsuite.engines.deepseek_inputs import IMAGE_PLACEHOLDER, load_page_image
+from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
+from evalsuite.errors import EngineUnavailableError
+from evalsuite.tokens import MODES, vision_tokens
+
+if TYPE_CHECKING:
+    import aiohttp
+
+PER_REQUEST = "per-request"
+"""``mode`` value for a server that takes each request's mode (``evalsuite serve``)."""
+TABLE_CELL_TOKEN_IDS = (128821, 128822)
+"""``<td>`` and ``</td>`` in DeepSeek-OCR's tokenizer: the recipe's n-gram whitelist."""
+EVALSUITE_SERVER = "evalsuite serve"
+"""What ``evalsuite serve`` answers as ``server`` on ``/version``."""
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """What the served model's family fixes: its modes (None: any), how a page's vision tokens
+    are counted from its size and mode (None: not counted), and the one mode a stock vLLM serves
+    it in (None: unknown)."""
+
+    modes: tuple[str, ...] | None
+    count_vision_tokens: Callable[[int, int, str], Any] | None
+    vllm_mode: str | None
+
+
+MODEL_FAMILIES: dict[str, ModelFamily] = {
+    "deepseek-ocr": ModelFamily(tuple(MODES), vision_tokens, "gundam"),
+    "deepseek-ocr-2": ModelFamily(OCR2_MODES, ocr2_image_tokens, "default"),
+    "none": ModelFamily(None, None, None),
+}
+
+PNG_COMPRESS_LEVEL = 2
+"""zlib level of the PNGs the engine writes: levels 1-3 take the same time on pages, and 2
+halves the size of grey pages compared with 1."""
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_EXIF_ORIENTATION = 0x0112
+_GREY_PALETTE = bytes(level for value in range(256) for level in (value, value, value))
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the server said about itself when the engine was created.
+
+    ``server`` is ``"evalsuite serve"`` or ``"openai-compatible"``; ``version`` is ``/version``'s
+    answer (None where the server has none); ``per_request_mode`` and ``keyed_outputs`` are
+    ``evalsuite serve``'s: whether it takes each request's mode, and whether its engine's output
+    depends on the sample's identity (replay).
+    """
+
+    api_base: str
+    model: str
+    server: str
+    version: str | None
+    per_request_mode: bool
+    keyed_outputs: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EncodedPage:
+    """A page ready to send: its PNG data URL and its upright size in pixels."""
+
+    data_url: str
+    width: int
+    height: int
+
+
+def chat_text(prompt: str) -> str:
+    """``prompt`` without DeepSeek's ``<image>`` placeholder (and the newline after it): the
+    text part of a chat message, to which the server adds the placeholder itself."""
+    return prompt.replace(IMAGE_PLACEHOLDER + "\n", "").replace(IMAGE_PLACEHOLDER, "")
+
+
+def encode_page(image: ImageInput) -> EncodedPage:
+    """The page as DeepSeek-OCR loads it (upright per EXIF, RGB), as a PNG data URL.
+
+    A PNG file in RGB or L mode without EXIF data (before its pixels; a trailing EXIF chunk is
+    not looked for) is sent as its own bytes; an image whose three
+    channels are equal (black on white) as an 8-bit palette PNG of its grey levels, which PNG
+    stores unfiltered (about 10x faster to write than filtered RGB, same pixels once converted
+    back to RGB); any other image as an RGB PNG (:data:`PNG_COMPRESS_LEVEL`).
+    """
+    if isinstance(image, (str, Path)):
+        data = Path(image).read_bytes()
+        if data.startswith(_PNG_SIGNATURE):
+            with Image.open(io.BytesIO(data)) as opened:  # reads the header only
+                if opened.mode in ("RGB", "L") and "exif" not in opened.info:
+                    return EncodedPage(_data_url(data), opened.width, opened.height)
+        page = load_page_image(image)
+    elif isinstance(image, Image.Image):
+        upright = image.getexif().get(_EXIF_ORIENTATION, 1) in (0, 1)
+        page = image if upright and image.mode == "RGB" else load_page_image(image)
+    else:
+        raise TypeError(f"image must be a path or a PIL image, got {type(image).__name__}")
+    return EncodedPage(_data_url(_png_bytes(page)), page.width, page.height)
+
+
+def _png_bytes(page: Image.Image) -> bytes:
+    """PNG bytes of an RGB page: a grey palette image when R == G == B everywhere."""
+    red, green, blue = page.split()
+    grey_bytes = red.tobytes()
+    buffer = io.BytesIO()
+    if grey_bytes == green.tobytes() == blue.tobytes():
+        red.putpalette(_GREY_PALETTE)  # "L" -> "P" with index i = (i, i, i)
+        red.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    else:
+        page.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    return buffer.getvalue()
+
+
+def _data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+@register_engine("openai")
+class OpenAIChatEngine(EngineBase):
+    """Sends each request to an OpenAI-compatible ``/v1/chat/completions``, ``concurrency`` at
+    a time; ``infer_batch`` returns results in request order and never raises.
+
+    Options: ``api_base`` (required, e.g. ``http://127.0.0.1:8000/v1``), ``model`` (default: the
+    first id of ``/v1/models``), ``api_key`` (default ``$OPENAI_API_KEY``, else ``"EMPTY"``),
+    ``model_family`` (``deepseek-ocr``, ``deepseek-ocr-2`` or ``none``: the modes and the
+    vision-token arithmetic, :data:`MODEL_FAMILIES`), ``mode`` (the server's resolution mode,
+    or ``"per-request"``, the default, for a server that takes each request's mode, i.e.
+    ``evalsuite serve``), ``concurrency`` (requests in flight), ``timeout_s`` (per attempt),
+    ``max_retries`` (after a refused, timed-out or dropped connection or an HTTP 5xx answer, with
+    backoff ``backoff_s · 2^k`` s; an HTTP 4xx answer or no answer within ``timeout_s`` is
+    final), ``max_tokens``, ``ngram_size`` (None: no ``vllm_xargs``), ``window_size``,
+    ``whitelist_token_ids``.
+    """
+
+    name = "openai"
+    kind = "vlm"
+    supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES, OCR_MODE)
+
+    def __init__(
+        self,
+        *,
+        api_base: str,
+        model: str | None = None,
+        api_key: str | None = None,
+        model_family: str = "deepseek-ocr",
+        mode: str | None = None,
+        concurrency: int = 64,
+        timeout_s: float = 600.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_tokens: int = 8192,
+        ngram_size: int | None = 30,
+        window_size: int = 90,
+        whitelist_token_ids: Sequence[int] = TABLE_CELL_TOKEN_IDS,
+    ) -> None:
+        if not isinstance(api_base, str) or not api_base.startswith(("http://", "https://")):
+            raise ValueError(
+                f"api_base must be an http(s) URL like http://127.0.0.1:8000/v1, got {api_base!r}"
+            )
+        if model_family not in MODEL_FAMILIES:
+            raise ValueError(
+                f"unknown model_family {model_family!r}; choose one of: {', '.join(MODEL_FAMILIES)}"
+            )
+        self.model_family = model_family
+        self._family = MODEL_FAMILIES[model_family]
+        mode = self._default_mode(model_family) if mode is None else mode
+        if mode != PER_REQUEST:
+            self._check_mode(mode)
+        for name, value, minimum in (
+            ("concurrency", concurrency, 1),
+            ("max_retries", max_retries, 0),
+            ("max_tokens", max_tokens, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        if not timeout_s > 0 or backoff_s < 0:
+            raise ValueError(f"need timeout_s > 0 and backoff_s >= 0, got {timeout_s}, {backoff_s}")
+        self.api_base = api_base.rstrip("/")
+        self.mode = mode
+        self.concurrency = concurrency
+        self.preferred_batch_size = concurrency
+        self.timeout_s = float(timeout_s)
+        self.max_retries = max_retries
+        self.backoff_s = float(backoff_s)
+        api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._headers = {"Authorization": f"Bearer {api_key}"}
+        self._info = self._query_server(model)
+        if mode == PER_REQUEST and not self._info.per_request_mode:
+            raise EngineUnavailableError(
+                f"the server at {self.api_base} ({self._info.server}) does not choose the "
+                "resolution mode per request; pass mode=NAME (--engine-option mode=NAME), the "
+                "mode it serves (a stock vLLM serves DeepSeek-OCR in 'gundam' only, "
+                "DeepSeek-OCR-2 in 'default')"
+            )
+        if mode != PER_REQUEST:
+            self.supported_modes = (mode,)
+        elif self._family.modes is not None:
+            self.supported_modes = self._family.modes
+        self.keyed_outputs = self._info.keyed_outputs
+        self._decoding: dict[str, Any] = {
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            "skip_special_tokens": False,
+        }
+        if ngram_size is not None:
+            self._decoding["vllm_xargs"] = {
+                "ngram_size": ngram_size,
+                "window_size": window_size,
+                "whitelist_token_ids": [int(token) for token in whitelist_token_ids],
+            }
+        self._settings = {
+            "api_base": self.api_base,
+            "model": self._info.model,
+            "server": self._info.server,
+            "server_version": self._info.version,
+            "server_mode": mode,
+            "vision_token_arithmetic": model_family,
+            **self._decoding,
+        }
+
+    @property
+    def default_label(self) -> str:
+        """What results are keyed on when no label is given: the served model's name, its last
+        path part in lower case (``deepseek-ai/DeepSeek-OCR`` and ``/models/DeepSeek-OCR`` are
+        both ``deepseek-ocr``), so goldens follow the model rather than the transport."""
+        return self._info.model.rstrip("/").rsplit("/", 1)[-1].lower()
+
+    def server_info(self) -> dict[str, Any]:
+        """The server's URL, model id, kind and version, for run metadata."""
+        return self._info.as_dict()
+
+    def infer(self, request: InferenceRequest) -> InferenceResult:
+        return self.infer_batch([request])[0]
+
+    def infer_batch(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
+        """One result per request, in order; a sample that cannot be served carries an error."""
+        return _run_coroutine(self._complete_all(requests))
+
+    def build_body(self, request: InferenceRequest) -> tuple[dict[str, Any], EncodedPage | None]:
+        """The JSON body of ``request``'s chat completion and the page it sends (None without
+        an image). Raises ValueError for a mode the server cannot serve."""
+        if request.image is not None and self.mode not in (PER_REQUEST, request.mode):
+            raise ValueError(
+                f"mode {request.mode!r} cannot be served: the server at {self.api_base} runs in "
+                f"{self.mode!r} mode (vLLM fixes DeepSeek-OCR's resolution per server); send "
+                f"this mode to a server started for it, with mode={request.mode!r}"
+            )
+        self._check_mode(request.mode)
+        content: list[dict[str, Any]] = []
+        page = None
+        if request.image is not None:
+            page = encode_page(request.image)
+            content.append({"type": "image_url", "image_url": {"url": page.data_url}})
+        content.append({"type": "text", "text": chat_text(request.prompt)})
+        body: dict[str, Any] = {
+            "model": self._info.model,
+            "messages": [{"role": "user", "content": content}],
+            **self._decoding,
+        }
+        if self._info.server == EVALSUITE_SERVER:
+            body["evalsuite"] = {
+                "sample_id": request.sample_id,
+                "key": dict(request.key),
+                "mode": request.mode,
+                "prompt": request.prompt,
+                "image_sha256": request.image_sha256,
+            }
+        return body, page
+
+    def parse_completion(
+        self, request: InferenceRequest, page: EncodedPage | None, payload: Any
+    ) -> InferenceResult:
+        """The result in a chat-completion response (parsed JSON); ValueError if it has none."""
+        try:
+            choice = payload["choices"][0]
+            text = choice["message"]["content"]
+            usage = payload.get("usage") or {}
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"no choices[0].message.content in the response ({exc!r})") from None
+        if not isinstance(text, str):
+            raise ValueError(f"choices[0].message.content is {type(text).__name__}, not text")
+        served = payload.get("evalsuite")
+        if isinstance(served, Mapping):
+            output_tokens = served.get("output_tokens")
+            extra = {
+                "server_engine": served.get("engine"),
+                "server_settings": served.get("settings"),
+            }
+        else:
+            output_tokens = usage.get("completion_tokens")
+            extra = {}
+        counted = None
+        if page is not None and self._family.count_vision_tokens is not None:
+            counted = self._family.count_vision_tokens(page.width, page.height, request.mode)
+        return InferenceResult(
+            text=text,
+            vision_tokens=counted,
+            output_tokens=output_tokens if isinstance(output_tokens, int) else None,
+            settings={
+                **self._settings,
+                "mode": request.mode,
+                "finish_reason": choice.get("finish_reason"),
+                **extra,
+            },
+        )
+
+    def _default_mode(self, model_family: str) -> str:
+        """The ``mode`` when none is given: each request's."""
+        return PER_REQUEST
+
+    def _check_mode(self, mode: str) -> None:
+        """ValueError naming the family's modes if ``mode`` is not one of them."""
+        if self._family.modes is not None and mode not in self._family.modes:
+            raise ValueError(
+                f"{self.model_family} has no mode {mode!r}; choose one of: "
+                f"{', '.join(self._family.modes)}"
+            )
+
+    def _query_server(self, model: str | None) -> ServerInfo:
+        """Ask ``/models`` (and ``/version``) who is serving; unreachable -> EngineUnavailable."""
+        import aiohttp
+
+        try:
+            (status, models), (version_status, version) = _run_coroutine(
+                _get_json_all(
+                    [f"{self.api_base}/models", f"{self.api_base.removesuffix('/v1')}/version"],
+                    headers=self._headers,
+                    timeout_s=min(self.timeout_s, 30.0),
+                )
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise EngineUnavailableError(
+                f"no OpenAI-compatible server answers at {self.api_base} "
+                f"({type(exc).__name__}: {exc}); start one (`evalsuite serve --engine NAME`, or "
+                "`vllm serve deepseek-ai/DeepSeek-OCR --logits_processors "
+                "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor`) or pass "
+                "the right --api-base"
+            ) from None
+        try:
+            if status != 200:
+                raise ValueError(f"HTTP {status}")
+            served = [str(entry["id"]) for entry in models["data"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EngineUnavailableError(
+                f"{self.api_base}/models did not answer with an OpenAI model list ({exc!r}); "
+                "is --api-base the server's /v1 URL?"
+            ) from None
+        if not served:
+            raise EngineUnavailableError(f"the server at {self.api_base} serves no model")
+        if model is not None and model not in served:
+            raise EngineUnavailableError(
+                f"the server at {self.api_base} does not serve {model!r}; it serves: "
+                f"{', '.join(served)}"
+            )
+        if version_status != 200 or not isinstance(version, Mapping):
+            version = {}
+        return ServerInfo(
+            api_base=self.api_base,
+            model=model or served[0],
+            server=str(version.get("server", "openai-compatible")),
+            version=None if version.get("version") is None else str(version["version"]),
+            per_request_mode=version.get("per_request_mode") is True,
+            keyed_outputs=version.get("keyed_outputs") is True,
+        )
+
+    async def _complete_all(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
+        import aiohttp
+
+        semaphore = asyncio.Semaphore(self.concurrency)
+        async with aiohttp.ClientSession(
+            headers=self._headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            connector=aiohttp.TCPConnector(limit=self.concurrency),
+        ) as session:
+            return list(
+                await asyncio.gather(
+                    *(self._complete(session, semaphore, request) for request in requests)
+                )
+            )
+
+    async def _complete(
+        self,
+        session: aiohttp.ClientSession,
+        semaphore: asyncio.Semaphore,
+        request: InferenceRequest,
+    ) -> InferenceResult:
+        async with semaphore:
+            started = time.perf_counter()
+            try:
+                result = await self._send(session, request)
+            except Exception as exc:  # one sample's failure must not stop the others
+                result = InferenceResult(text="", error=f"{type(exc).__name__}: {exc}")
+            result.latency_s = time.perf_counter() - started
+            if result.error is not None:
+                result.settings = {**self._settings, "mode": request.mode}
+            return result
+
+    async def _send(
+        self, session: aiohttp.ClientSession, request: InferenceRequest
+    ) -> InferenceResult:
+        """POST with retries; a failure comes back as a result with ``error`` set."""
+        import aiohttp
+
+        url = f"{self.api_base}/chat/completions"
+        try:
+            if isinstance(request.image, Image.Image):  # PNG-encoding it takes milliseconds
+                body, page = await asyncio.to_thread(self.build_body, request)
+            else:
+                body, page = self.build_body(request)
+        except (OSError, ValueError, TypeError) as exc:
+            return InferenceResult(
+                text="", error=f"cannot send sample {request.sample_id!r}: {exc}"
+            )
+        attempts = self.max_retries + 1
+        last_problem = ""
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 2))
+            try:
+                async with session.post(url, json=body) as response:
+                    status, raw = response.status, await response.read()
+            except aiohttp.ConnectionTimeoutError as exc:
+                last_problem = f"{type(exc).__name__}: {exc or 'connect timeout'}"
+                continue
+            except TimeoutError:
+                return InferenceResult(
+                    text="",
+                    error=f"POST {url}: no answer within timeout_s={self.timeout_s:g} s "
+                    "(not retried; raise timeout_s for long pages)",
+                )
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                last_problem = f"{type(exc).__name__}: {exc or 'connection lost'}"
+                continue
+            if status >= 500:
+                last_problem = f"HTTP {status}: {_error_message(raw)}"
+                continue
+            if status >= 400:
+                return InferenceResult(
+                    text="",
+                    error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}",
+                )
+            try:
+                return self.parse_completion(request, page, json.loads(raw))
+            except ValueError as exc:
+                return InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}")
+        return InferenceResult(
+            text="", error=f"POST {url} failed after {attempts} attempts: {last_problem}"
+        )
+
+
+@register_engine("vllm")
+class VllmChatEngine(OpenAIChatEngine):
+    """:class:`OpenAIChatEngine` with vLLM's defaults: the server's mode is the one a stock vLLM
+    serves the family in (``gundam`` for DeepSeek-OCR, ``default`` for DeepSeek-OCR-2; see the
+    module docstring)."""
+
+    name = "vllm"
+    supported_modes: tuple[str, ...] = tuple(
+        family.vllm_mode for family in MODEL_FAMILIES.values() if family.vllm_mode
+    )
+
+    def _default_mode(self, model_family: str) -> str:
+        vllm_mode = MODEL_FAMILIES[model_family].vllm_mode
+        if vllm_mode is None:
+            raise ValueError(
+                f"no known vLLM mode for model_family {model_family!r}: pass mode=NAME, the mode "
+                "the server runs in"
+            )
+        return vllm_mode
+
+
+def _error_message(raw: bytes) -> str:
+    """The message of an error answer: OpenAI's ``error.message``, FastAPI's ``detail``, or the
+    start of the body."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        payload = None
+    if isinstance(payload, Mapping):
+        error = payload.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            return str(error["message"])
+        if payload.get("detail"):
+            return str(payload["detail"])
+    return raw[:500].decode("utf-8", errors="replace") or "(empty body)"
+
+
+async def _get_json_all(
+    urls: Sequence[str], *, headers: Mapping[str, str], timeout_s: float
+) -> list[tuple[int, Any]]:
+    """``(status, parsed JSON or None)`` of a GET of each URL, in turn."""
+    import aiohttp
+
+    answers = []
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(headers=dict(headers), timeout=timeout) as session:
+        for url in urls:
+            async with session.get(url) as response:
+                status, raw = response.status, await response.read()
+            try:
+                answers.append((status, json.loads(raw)))
+            except ValueError:
+                answers.append((status, None))
+    return answers
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` to completion from synchronous code, also under a running event loop
+    (in a worker thread then)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -1,0 +1,253 @@
+"""The ``bench`` fixture: one benchmark test's engine, mode and data, and how to run, record and
+gate them. Parametrization (engine x mode x data source) is done by the plugin's
+``pytest_generate_tests``; the gate and golden logic live in :mod:`evalsuite.golden`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalsuite.benchmarks import Benchmark, DataSource
+from evalsuite.engines.base import Engine
+from evalsuite.errors import EngineUnavailableError, EvalsuiteError, MissingRecordingError
+from evalsuite.golden import (
+    GateResult,
+    GoldenEntry,
+    entries_from_record,
+    gate_metric,
+)
+from evalsuite.plugin.hints import evalsuite_command, rerun_command
+from evalsuite.plugin.options import SuiteOptions
+from evalsuite.plugin.session import BenchSession, bench_session
+from evalsuite.records.metadata import git_label
+from evalsuite.records.model import BenchmarkRecord, SampleRecord
+from evalsuite.runner import (
+    MetricSpec,
+    Sample,
+    Scorer,
+    aggregate_by,
+    run_benchmark,
+    with_output_health,
+)
+
+
+@dataclass
+class Bench:
+    """One benchmark test: its engine, mode and data source, and how to run and gate them."""
+
+    session: BenchSession
+    benchmark: Benchmark
+    engine_name: str
+    mode: str
+    source: DataSource
+    location: Path
+    request: pytest.FixtureRequest
+
+    @property
+    def options(self) -> SuiteOptions:
+        return self.session.options
+
+    @property
+    def label(self) -> str:
+        """The engine's label: what records, goldens and history key on."""
+        return self.session.label(self.engine_name)
+
+    @property
+    def engine(self) -> Engine:
+        return self.session.engine(self.engine_name)
+
+    @cached_property
+    def data(self) -> Any:
+        """The data source's content, as its loader returns it."""
+        return self.session.data(self.benchmark.name, self.source, self.location)
+
+    @cached_property
+    def data_id(self) -> str:
+        return self.source.identity(self.location)
+
+    def artifact_dir(self, kind: str) -> Path:
+        """``<run dir>/<kind>/<label>-<mode>-<source>``: where a test keeps files of this run
+        (e.g. finix's predicted pages)."""
+        return self.session.run_dir / kind / f"{self.label}-{self.mode}-{self.source.name}"
+
+    def limit(self, samples: Sequence[Sample]) -> list[Sample]:
+        """``samples`` capped by ``--max-samples``, else by the benchmark's cap for the engine."""
+        cap = self.options.max_samples or self.benchmark.sample_caps.get(self.engine_name)
+        return list(samples if cap is None else samples[:cap])
+
+    def evaluate(
+        self,
+        samples: Sequence[Sample],
+        scorer: Scorer,
+        specs: Sequence[MetricSpec],
+        *,
+        parameter: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        group_by: Callable[[SampleRecord], str] | None = None,
+    ) -> BenchmarkRecord:
+        """Run all samples (in the engine's batches), record, and gate (or update the
+        goldens); returns the record.
+
+        ``parameter`` names what else varies (default ``mode=<mode>``). With ``group_by`` the
+        gated specs are also aggregated per group as ``metric[group]``; those are gated only
+        where a golden entry exists (e.g. the paper's values per token bin of the real Fox set).
+        """
+        samples = self.limit(samples)
+        if not samples:
+            pytest.skip(f"{self.benchmark.name}: data source {self.source.name} has no samples")
+        self._require_recordings(samples)
+        record = run_benchmark(
+            self.engine,
+            samples,
+            scorer,
+            specs,
+            benchmark=self.benchmark.name,
+            engine_label=self.label,
+            data=self.data_id,
+            parameter=parameter or f"mode={self.mode}",
+            params={"mode": self.mode, "engine": self.engine_name, **dict(params or {})},
+            batch_size=self.options.batch_size,
+            cache=self.session.cache,
+        )
+        gated = [
+            spec for spec in with_output_health(specs) if spec.gate and spec.name in record.metrics
+        ]
+        golden = self.session.golden.load(self.benchmark.name)
+        gated_names = [spec.name for spec in gated]
+        if group_by is not None:
+            grouped = aggregate_by(record.samples, group_by, gated)
+            record.metrics.update(grouped)
+            gated_names += [
+                name
+                for name in grouped
+                if (record.engine, record.data, record.parameter, name) in golden.entries
+            ]
+        results = [
+            gate_metric(
+                self.benchmark.name,
+                record,
+                name,
+                golden.entries.get((record.engine, record.data, record.parameter, name)),
+            )
+            for name in gated_names
+        ]
+        record.params["gates"] = {result.metric: result.to_dict() for result in results}
+        self.session.records.append(record)
+        if self.options.update_golden:
+            self._update(record, gated, gated_names)
+        else:
+            self._fail_on(record, results, gated)
+        return record
+
+    def _update(
+        self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]
+    ) -> None:
+        tolerances = {spec.name: spec.tolerance for spec in gated}
+        exact = getattr(self.engine, "deterministic", False)
+        store = self.session.golden
+
+        def tolerance(metric: str, old: GoldenEntry | None) -> float:
+            if self.options.golden_tolerance is not None:
+                return self.options.golden_tolerance
+            if old is not None:
+                return old.tolerance
+            return 0.0 if exact else tolerances.get(metric.split("[", 1)[0], 0.0)
+
+        store.update(
+            self.benchmark.name,
+            entries_from_record(
+                record,
+                names,
+                tolerance=tolerance,
+                existing=store.load(self.benchmark.name),
+                commit=git_label(self.request.config.rootpath),
+            ),
+        )
+
+    def _fail_on(
+        self, record: BenchmarkRecord, results: Sequence[GateResult], gated: Sequence[MetricSpec]
+    ) -> None:
+        messages = [result.message for result in results if result.status in ("regressed",
+                                                                               "no samples")]
+        missing = [result.metric for result in results if result.status == "no golden"]
+        if missing:
+            messages.append(self._missing_message(record, missing, gated))
+        if messages:
+            pytest.fail("\n\n".join(messages), pytrace=False)
+
+    def _missing_message(
+        self, record: BenchmarkRecord, missing: Sequence[str], gated: Sequence[MetricSpec]
+    ) -> str:
+        """Write the obtained entries beside the golden file and say how to accept them."""
+        tolerances = {spec.name: spec.tolerance for spec in gated}
+        exact = getattr(self.engine, "deterministic", False)
+        store = self.session.golden
+        obtained = store.write_obtained(
+            self.benchmark.name,
+            entries_from_record(
+                record,
+                missing,
+                tolerance=lambda metric, _old: 0.0 if exact else tolerances.get(metric, 0.0),
+                existing=store.load(self.benchmark.name),
+                commit=git_label(self.request.config.rootpath),
+            ),
+        )
+        where = f"{self.benchmark.name} [{record.engine} data={record.data} {record.parameter}]"
+        accept = evalsuite_command(
+            "golden", "accept", self.benchmark.name, "--golden-dir", store.directory
+        )
+        rerun = rerun_command(self.request.config, self.request.node.nodeid, ["--update-golden"])
+        return (
+            f"{where}: no golden entry for {', '.join(missing)}.\n"
+            f"The measured values were written to {obtained}; accept them with\n"
+            f"    {accept}\n"
+            f"or measure again and write the goldens with\n    {rerun}"
+        )
+
+    def _require_recordings(self, samples: Sequence[Sample]) -> None:
+        """Under replay, skip a test none of whose samples was recorded (samples without a
+        recording in a partly recorded test fail, each with its reason)."""
+        find = getattr(self.engine, "find", None)
+        if find is None:
+            return
+        reasons = []
+        for sample in samples:
+            try:
+                find(sample.request)
+                return
+            except MissingRecordingError as exc:
+                reasons.append(str(exc))
+        pytest.skip(f"replay has no recording for any sample of this test; first: {reasons[0]}")
+
+
+@pytest.fixture
+def bench(
+    request: pytest.FixtureRequest, engine_name: str, mode: str, data_source: str
+) -> Bench:
+    """The benchmark test's engine (created once per process), mode and data. An engine that
+    cannot run skips the test when the user asked for nothing specific, and errors it when the
+    user asked for it (``--engine`` or ``--gpu``): a requested run never passes by skipping."""
+    session = bench_session(request.config)
+    benchmark: Benchmark = request.module.BENCHMARK
+    source = benchmark.source(data_source)
+    location = source.locate(session.options.data_dir)
+    if location is None:
+        pytest.fail(f"data source {data_source} of {benchmark.name} is gone", pytrace=False)
+    current = Bench(session, benchmark, engine_name, mode, source, location, request)
+    problem = None
+    try:
+        current.engine  # noqa: B018 - create (or re-raise the remembered failure) now
+    except EngineUnavailableError as exc:
+        problem = f"{engine_name} unavailable: {exc}"
+        if not session.options.asked:
+            pytest.skip(problem)
+    except EvalsuiteError as exc:
+        problem = f"{engine_name}: {exc}"
+    if problem is not None:  # outside the except block: one line, no chained traceback
+        pytest.fail(problem, pytrace=False)
+    return current

@@ -1,0 +1,344 @@
+"""The benchmark options of the pytest plugin: their declaration, their parsed form
+(:class:`SuiteOptions`) and their validation, which turns every bad value into a usage error
+before any test runs or any file is written."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from evalsuite.datasets import DATA_ENV
+from evalsuite.engines import engine_kind, supported_modes
+from evalsuite.errors import UnknownEngineError
+from evalsuite.plugin.server import SERVED_MODELS, plan_server
+
+SERVED_MODEL_DEFAULT = "deepseek-ocr"
+
+AUTO = "auto"
+INI_BENCHMARKS = "evalsuite_benchmarks"
+"""ini option: modules that declare more benchmarks (a user's own), imported at start-up."""
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalsuite", "evalsuite benchmarks")
+    group.addoption(
+        "--gpu", action="store_true", help="run the GPU engines of each benchmark (gpu_engines)"
+    )
+    group.addoption(
+        "--engine",
+        default=AUTO,
+        help="engine name(s), comma-separated, or package.module:factory; 'auto': each "
+        "benchmark's GPU engines with --gpu, else its CPU engines",
+    )
+    group.addoption(
+        "--engine-label",
+        action="append",
+        default=[],
+        metavar="[ENGINE=]LABEL",
+        help="name an engine's results (goldens and history key on it), e.g. "
+        "deepseek-ocr@ft-2026-11-20; repeat as ENGINE=LABEL for several engines",
+    )
+    group.addoption("--model-path", default=None, help="local DeepSeek-OCR (v1) weights folder")
+    group.addoption(
+        "--model-path-v2", default=None, help="local DeepSeek-OCR-2 weights folder"
+    )
+    group.addoption(
+        "--api-base",
+        default=None,
+        metavar="URL",
+        help="a running OpenAI-compatible server (e.g. http://host:8000/v1) for the served "
+        "engines (vllm, openai); without it, --gpu starts one (see --server-command)",
+    )
+    group.addoption(
+        "--server-command",
+        default=None,
+        metavar="CMD",
+        help="command that starts the model server, with {port} (and optionally {model}, "
+        "{name}, {python}); default: vllm serve with the DeepSeek-OCR recipe's flags",
+    )
+    group.addoption(
+        "--served-model",
+        default=SERVED_MODEL_DEFAULT,
+        help=f"the model the served engines run: {', '.join(SERVED_MODELS)} (default "
+        f"{SERVED_MODEL_DEFAULT}); its weights come from --model-path / --model-path-v2",
+    )
+    group.addoption(
+        "--server-timeout",
+        default="1800",
+        metavar="SECONDS",
+        help="how long to wait for a started server's /health (default 1800)",
+    )
+    group.addoption(
+        "--concurrency",
+        default=None,
+        help="requests a served engine keeps in flight (default 64)",
+    )
+    group.addoption("--modes", default=None, help="modes, e.g. tiny,small,base (per-bench default)")
+    group.addoption(
+        "--data-dir", default=None, help=f"benchmark data folder (default ${DATA_ENV})"
+    )
+    group.addoption("--max-samples", default=None, help="cap samples per benchmark test")
+    group.addoption("--batch-size", default=None, help="requests per engine batch (default: the "
+                    "engine's own preference)")
+    group.addoption("--update-golden", action="store_true", help="rewrite the goldens that ran")
+    group.addoption(
+        "--golden-tolerance",
+        default=None,
+        help="with --update-golden: set this tolerance on the entries written (default: keep "
+        "each entry's, or the metric's default for a new one)",
+    )
+    group.addoption("--golden-dir", default=None, help="golden files (default <rootdir>/golden)")
+    group.addoption("--record", default=None, help="append every live engine output to this JSONL")
+    group.addoption(
+        "--recordings",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="recordings the replay engine serves (repeatable; default $EVALSUITE_RECORDINGS, "
+        "then <data dir>/deepseek_ocr_recordings/recordings.jsonl)",
+    )
+    group.addoption(
+        "--report-dir", default=None, help="where runs are kept (default <rootdir>/reports)"
+    )
+    group.addoption("--run-name", default=None, help="a name for this run (history, A/B)")
+    group.addoption("--num-articles", default=None, help="QuALITY: articles to use")
+    group.addoption(
+        "--questions-per-article", default=None, help="QuALITY: questions per article"
+    )
+    parser.addini(
+        INI_BENCHMARKS,
+        type="linelist",
+        default=[],
+        help="modules declaring benchmarks beyond the built-in ones (imported at start-up)",
+    )
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """The command-line options, parsed and checked."""
+
+    gpu: bool = False
+    engines: tuple[str, ...] | None = None
+    engine_labels: dict[str, str] = field(default_factory=dict)
+    model_path: str | None = None
+    model_path_v2: str | None = None
+    api_base: str | None = None
+    server_command: str | None = None
+    served_model: str = SERVED_MODEL_DEFAULT
+    server_timeout_s: float = 1800.0
+    concurrency: int | None = None
+    server_error: str | None = None
+    modes: tuple[str, ...] | None = None
+    data_dir: Path | None = None
+    max_samples: int | None = None
+    batch_size: int | None = None
+    update_golden: bool = False
+    golden_tolerance: float | None = None
+    golden_dir: Path = Path("golden")
+    record: Path | None = None
+    recordings: tuple[Path, ...] = ()
+    report_dir: Path = Path("reports")
+    run_name: str | None = None
+    num_articles: int | None = None
+    questions_per_article: int | None = None
+    seed: int = 0
+
+    @property
+    def explicit_engines(self) -> bool:
+        """Whether the user named engines (then an engine that cannot run is an error)."""
+        return self.engines is not None
+
+    @property
+    def asked(self) -> bool:
+        """Whether the user asked for something specific that must run: --gpu or --engine."""
+        return self.gpu or self.explicit_engines
+
+    def engines_to_run(self, gpu_engines: tuple[str, ...], cpu_engines: tuple[str, ...]
+                       ) -> tuple[str, ...]:
+        """The engines named by --engine, else ``gpu_engines`` with --gpu, else ``cpu_engines``."""
+        if self.engines is not None:
+            return self.engines
+        return gpu_engines if self.gpu else cpu_engines
+
+    def served_model_path(self) -> str | None:
+        """The weights option that belongs to ``--served-model``."""
+        return self.model_path if self.served_model == "deepseek-ocr" else self.model_path_v2
+
+
+def parse_options(config: pytest.Config) -> SuiteOptions:
+    """The options of ``config``; a bad value raises ``pytest.UsageError`` naming it and the
+    valid values (pytest then exits with its usage-error status before running anything)."""
+    option = config.getoption
+    root = config.rootpath
+    engines = _names(option("--engine"))
+    engines = None if engines in (None, (AUTO,)) else engines
+    options = SuiteOptions(
+        gpu=bool(option("--gpu")),
+        engines=engines,
+        engine_labels=_labels(option("--engine-label"), engines),
+        model_path=option("--model-path"),
+        model_path_v2=option("--model-path-v2"),
+        api_base=_api_base(option("--api-base")),
+        server_command=option("--server-command"),
+        served_model=_choice(option("--served-model"), "--served-model", tuple(SERVED_MODELS)),
+        server_timeout_s=_seconds(option("--server-timeout"), "--server-timeout"),
+        concurrency=_count(option("--concurrency"), "--concurrency"),
+        modes=_names(option("--modes")),
+        data_dir=_data_dir(option("--data-dir")),
+        max_samples=_count(option("--max-samples"), "--max-samples"),
+        batch_size=_count(option("--batch-size"), "--batch-size"),
+        update_golden=bool(option("--update-golden")),
+        golden_tolerance=_tolerance(option("--golden-tolerance")),
+        golden_dir=_path(option("--golden-dir"), root / "golden"),
+        record=Path(option("--record")) if option("--record") else None,
+        recordings=tuple(Path(p) for p in option("--recordings")),
+        report_dir=_path(option("--report-dir"), root / "reports"),
+        run_name=_run_name(option("--run-name")),
+        num_articles=_count(option("--num-articles"), "--num-articles"),
+        questions_per_article=_count(
+            option("--questions-per-article"), "--questions-per-article"
+        ),
+    )
+    _check_engines(options)
+    if options.server_command is not None:
+        if options.api_base is not None:
+            raise pytest.UsageError("--server-command and --api-base exclude each other")
+        try:
+            plan_server(options.server_command, options.served_model, None, 1.0)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    for path in options.recordings:
+        if not path.is_file():
+            raise pytest.UsageError(f"--recordings {path}: no such file")
+    return options
+
+
+def _check_engines(options: SuiteOptions) -> None:
+    for name in options.engines or ():
+        try:
+            kind = engine_kind(name)
+        except UnknownEngineError as exc:
+            raise pytest.UsageError(f"--engine: {exc}") from None
+        if options.modes is None or kind == "ocr":
+            continue
+        valid = supported_modes(name)
+        wrong = [mode for mode in options.modes if mode not in valid]
+        if wrong:
+            raise pytest.UsageError(
+                f"--modes: {', '.join(wrong)} not a mode of engine {name!r}; "
+                f"its modes: {', '.join(valid)}"
+            )
+    if options.modes is not None and options.engines is None:
+        known = set(supported_modes("deepseek-ocr")) | set(supported_modes("deepseek-ocr-2"))
+        wrong = [mode for mode in options.modes if mode not in known]
+        if wrong:
+            raise pytest.UsageError(
+                f"--modes: unknown mode(s) {', '.join(wrong)}; DeepSeek-OCR modes: "
+                f"{', '.join(supported_modes('deepseek-ocr'))}; DeepSeek-OCR-2 modes: "
+                f"{', '.join(supported_modes('deepseek-ocr-2'))}"
+            )
+
+
+def _api_base(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+        raise pytest.UsageError(
+            f"--api-base {value!r}: expected an http(s) URL like http://127.0.0.1:8000/v1"
+        )
+    return value.rstrip("/")
+
+
+def _choice(value: str, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise pytest.UsageError(f"{name} {value!r}: choose one of {', '.join(choices)}")
+    return value
+
+
+def _seconds(value: str, name: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{name} {value!r}: expected seconds > 0") from None
+    if not number > 0:
+        raise pytest.UsageError(f"{name} {value!r}: expected seconds > 0")
+    return number
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    if not value:
+        return None
+    return tuple(v.strip() for v in value.split(",") if v.strip()) or None
+
+
+def _labels(values: list[str], engines: tuple[str, ...] | None) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for value in values:
+        engine, sep, label = value.rpartition("=")
+        if not sep:
+            if engines is None or len(engines) != 1:
+                raise pytest.UsageError(
+                    f"--engine-label {value}: with several (or auto) engines, write ENGINE=LABEL"
+                )
+            engine, label = engines[0], value
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}", label):
+            raise pytest.UsageError(
+                f"--engine-label {value}: a label is letters, digits and . _ @ + : - "
+                "(at most 100 characters)"
+            )
+        labels[engine] = label
+    return labels
+
+
+def _data_dir(value: str | None) -> Path | None:
+    explicit = value is not None
+    raw = value if explicit else os.environ.get(DATA_ENV)
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    where = "--data-dir" if explicit else f"${DATA_ENV}"
+    if not path.is_dir():
+        raise pytest.UsageError(f"{where} {path}: not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise pytest.UsageError(f"{where} {path}: not readable")
+    return path
+
+
+def _count(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise pytest.UsageError(f"{name} {value!r}: expected a whole number >= 1") from None
+    if number < 1:
+        raise pytest.UsageError(f"{name} {value!r}: expected a whole number >= 1")
+    return number
+
+
+def _tolerance(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"--golden-tolerance {value!r}: expected a number >= 0") from None
+    if not number >= 0:
+        raise pytest.UsageError(f"--golden-tolerance {value!r}: expected a number >= 0")
+    return number
+
+
+def _run_name(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}", value):
+        raise pytest.UsageError(
+            f"--run-name {value!r}: letters, digits and . _ @ + : - (at most 100 characters)"
+        )
+    return value
+
+
+def _path(value: str | None, default: Path) -> Path:
+    return Path(value).expanduser() if value else default

@@ -1,0 +1,114 @@
+"""The end of a benchmark session: workers hand their records to the controller through
+``parts/``; the controller writes results.json and the history line, prints the summary, and
+fails a run the user asked for (``--gpu`` or ``--engine``) that gated nothing."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalsuite.golden import GoldenFile, GoldenStore, diff_snapshots
+from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, SESSION_KEY, BenchSession
+from evalsuite.records import finalize_run
+from evalsuite.records.metadata import collect_metadata
+from evalsuite.records.results import (
+    PARTS_DIR,
+    read_part_info,
+    read_parts,
+    read_results,
+    write_part,
+)
+from evalsuite.reports.summary import gated_count, summary_lines
+
+RESULTS_KEY = pytest.StashKey[Path]()
+NOTHING_GATED_KEY = pytest.StashKey[str]()
+GOLDEN_BEFORE_KEY = pytest.StashKey[dict[str, GoldenFile]]()
+"""The golden files when an --update-golden run started, to print what it changed."""
+
+
+def finish_session(session: pytest.Session) -> None:
+    """Write this process's share of the run (a worker) or the whole run (the controller)."""
+    config = session.config
+    bench: BenchSession | None = config.stash.get(SESSION_KEY, None)
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        if bench is not None and bench.records:
+            info = {"engine_details": bench.engine_details, "data_sources": bench.data_sources}
+            write_part(bench.run_dir, bench.worker_id, bench.records, info)
+        return
+    run_id = config.stash.get(RUN_ID_KEY, None)
+    if bench is None and run_id is None:
+        return
+    if bench is None:
+        from evalsuite.plugin.session import bench_session
+
+        bench = bench_session(config)
+    if not bench.records and not (bench.run_dir / PARTS_DIR).is_dir():
+        if bench.options.asked and not config.getoption("collectonly"):
+            _fail_unmeasured(session, bench)
+        return
+    engine_details = dict(bench.engine_details)
+    data_sources = dict(bench.data_sources)
+    for info in read_part_info(bench.run_dir):
+        engine_details.update(info.get("engine_details", {}))
+        data_sources.update(info.get("data_sources", {}))
+    options = bench.options
+    model_calls = sum(
+        int(record.params.get("model_calls", 0))
+        for record in [*read_parts(bench.run_dir), *bench.records]
+    )
+    metadata = collect_metadata(
+        bench.run_id,
+        run_name=options.run_name,
+        engines=sorted(engine_details),
+        engine_details=engine_details,
+        modes=list(options.modes or ()),
+        data_sources=data_sources,
+        seed=options.seed,
+        repo_dir=config.rootpath,
+        command=[Path(sys.argv[0]).name, *config.invocation_params.args],
+        duration_s=round(time.time() - bench.started, 3),
+        model_calls=model_calls,
+        extra={"data_dir": str(options.data_dir) if options.data_dir else None},
+    )
+    written = finalize_run(
+        bench.run_dir, metadata, bench.records, history_path=options.report_dir / "history.jsonl"
+    )
+    config.stash[RESULTS_KEY] = written
+    if options.asked and not options.update_golden and gated_count(read_results(written)) == 0:
+        _fail_unmeasured(session, bench)
+
+
+def _fail_unmeasured(session: pytest.Session, bench: BenchSession) -> None:
+    """Fail a run the user asked for (--gpu, --engine) that gated no metric."""
+    options = bench.options
+    what = "--gpu" if options.gpu else "--engine " + ",".join(options.engines or ())
+    session.config.stash[NOTHING_GATED_KEY] = (
+        f"evalsuite: the run asked for {what} but gated no metric (every test skipped, "
+        "errored or had no golden entry); failing it so that it is not taken for a pass"
+    )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    written = config.stash.get(RESULTS_KEY, None)
+    if written is not None:
+        width = shutil.get_terminal_size((120, 24)).columns
+        terminalreporter.section("evalsuite summary")
+        for line in summary_lines(read_results(written), width=width):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"results: {written.resolve()}")
+    before = config.stash.get(GOLDEN_BEFORE_KEY, None)
+    if before is not None:
+        options = config.stash[OPTIONS_KEY]
+        changes = diff_snapshots(before, GoldenStore(options.golden_dir).snapshot())
+        terminalreporter.section("golden updates")
+        for line in changes or [f"no golden entry changed in {options.golden_dir}"]:
+            terminalreporter.write_line(line)
+    nothing = config.stash.get(NOTHING_GATED_KEY, None)
+    if nothing:
+        terminalreporter.write_line(nothing, red=True, bold=True)

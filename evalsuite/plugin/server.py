@@ -1,0 +1,179 @@
+"""The model server of a benchmark run: the OpenAI-compatible server the served engines
+(``vllm``, ``openai``) talk to.
+
+``--api-base URL`` names a running server. Otherwise, when the run has a served engine to run,
+the controlling pytest process (the only one, or xdist's controller) starts one before any test
+and stops it at the end, so every xdist worker shares one server per machine: by default
+``vllm serve`` with the flags of vLLM's DeepSeek-OCR recipe, or the ``--server-command``. It waits
+for ``GET /health`` until ``--server-timeout``; a server that exits or stays unhealthy is an error
+naming the command and showing the last lines of its log (``<run dir>/server.log``), and every
+test of a served engine then errors with that one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
+from evalsuite.engines.deepseek_ocr2 import WEIGHTS as OCR2_WEIGHTS
+from evalsuite.errors import EngineUnavailableError
+
+SERVED_ENGINES = ("vllm", "openai")
+SERVED_MODELS = {"deepseek-ocr": OCR_WEIGHTS, "deepseek-ocr-2": OCR2_WEIGHTS}
+"""``--served-model`` values: the model family, and where its weights come from."""
+VLLM_COMMAND = (
+    "vllm serve {model} --host 127.0.0.1 --port {port} --served-model-name {name} "
+    "--logits-processors vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor "
+    "--no-enable-prefix-caching --mm-processor-cache-gb 0 --trust-remote-code"
+)
+"""vLLM's DeepSeek-OCR recipe: the n-gram anti-repetition logits processor (its arguments come
+with each request), no prefix caching and no multimodal processor cache."""
+LOG_TAIL_LINES = 50
+POLL_INTERVAL_S = 0.5
+
+
+class ServerStartError(EngineUnavailableError):
+    """The model server did not come up: ``str()`` is one line, ``log_tail`` the end of its log."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """How to start the run's server: the command (placeholders filled but ``{port}``), the
+    weights it serves, and how long to wait for it."""
+
+    command: str
+    model: str
+    timeout_s: float
+
+
+def model_argument(served_model: str, model_path: str | None) -> str:
+    """What the server loads: the weights folder given (``--model-path`` for DeepSeek-OCR,
+    ``--model-path-v2`` for DeepSeek-OCR-2), else the model's environment variable, else its
+    hub id (the server then finds it in the Hugging Face cache)."""
+    weights = SERVED_MODELS[served_model]
+    return model_path or os.environ.get(weights.env_var) or weights.repo_id
+
+
+def plan_server(
+    command: str | None, served_model: str, model_path: str | None, timeout_s: float
+) -> ServerPlan:
+    """The plan for ``--server-command`` (default :data:`VLLM_COMMAND`); ``{model}`` and
+    ``{name}`` (the served model's name, e.g. ``deepseek-ocr``) and ``{python}`` (this Python,
+    e.g. for ``{python} -m evalsuite serve ...``) are filled in now."""
+    model = model_argument(served_model, model_path)
+    template = command or VLLM_COMMAND
+    try:
+        filled = template.format(
+            model=shlex.quote(model),
+            name=served_model,
+            python=shlex.quote(sys.executable),
+            port="{port}",
+        )
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(
+            f"--server-command {template!r}: unknown placeholder {exc}; use {{port}}, {{model}}, "
+            "{name}, {python}"
+        ) from None
+    if "{port}" not in filled:
+        raise ValueError(f"--server-command {template!r} must contain {{port}}")
+    return ServerPlan(filled, model, timeout_s)
+
+
+@dataclass
+class RunningServer:
+    """A server this run started: its process (in its own process group), URL and log."""
+
+    api_base: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    command: str
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM the server's process group, SIGKILL it after ``grace_s``."""
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(plan: ServerPlan, log_path: Path) -> RunningServer:
+    """Start ``plan`` on a free port and wait until ``/health`` answers 200; raises
+    :class:`ServerStartError` (with the log's last lines) when it exits or times out."""
+    import httpx
+
+    port = free_port()
+    command = plan.command.replace("{port}", str(port))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        try:
+            process = subprocess.Popen(
+                shlex.split(command),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ServerStartError(
+                f"cannot start the model server `{command}`: {exc} (install vLLM >= 0.12 and put "
+                "its `vllm` on PATH, or pass --server-command CMD or --api-base URL)"
+            ) from None
+    server = RunningServer(f"http://127.0.0.1:{port}/v1", process, log_path, command)
+    deadline = time.monotonic() + plan.timeout_s
+    with httpx.Client(timeout=5.0) as client:
+        while True:
+            status = process.poll()
+            if status is not None:
+                raise ServerStartError(
+                    f"the model server `{command}` exited with status {status} before it was "
+                    f"healthy (log: {log_path})",
+                    _log_tail(log_path),
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    return server
+            if time.monotonic() > deadline:
+                server.stop(grace_s=10.0)
+                raise ServerStartError(
+                    f"the model server `{command}` was not healthy after {plan.timeout_s:g} s "
+                    f"(--server-timeout; log: {log_path})",
+                    _log_tail(log_path),
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+
+def _log_tail(log_path: Path) -> str:
+    try:
+        with log_path.open(encoding="utf-8", errors="replace") as log:
+            lines = deque(log, maxlen=LOG_TAIL_LINES)
+    except OSError:
+        return ""
+    if not lines:
+        return f"{log_path} is empty"
+    return f"last {len(lines)} lines of {log_path}:\n" + "".join(lines).rstrip()

@@ -1,0 +1,178 @@
+"""Per-process state of a benchmark session, created when the first benchmark test asks for it
+(unit-test sessions never create one): the run id and folder, engines (created once, a failed
+creation remembered), loaded data, the result cache, and the records to write at the end."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalsuite.benchmarks import DataSource
+from evalsuite.engines import create_engine
+from evalsuite.engines.base import Engine
+from evalsuite.errors import EngineUnavailableError, EvalsuiteError
+from evalsuite.golden import GoldenStore
+from evalsuite.plugin.options import SuiteOptions, parse_options
+from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
+from evalsuite.records.metadata import new_run_id
+from evalsuite.records.model import BenchmarkRecord
+from evalsuite.runner import ResultCache
+
+SESSION_KEY = pytest.StashKey["BenchSession"]()
+OPTIONS_KEY = pytest.StashKey[SuiteOptions]()
+RUN_ID_KEY = pytest.StashKey[str]()
+WORKER_RUN_ID = "evalsuite_run_id"
+WORKER_SERVER = "evalsuite_server"
+DEEPSEEK_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
+STUDY_RECORDINGS = Path("deepseek_ocr_recordings") / "recordings.jsonl"
+
+
+@dataclass
+class BenchSession:
+    """What one pytest process (an xdist worker, or the only process) holds for the run."""
+
+    options: SuiteOptions
+    run_id: str
+    worker_id: str = "master"
+    records: list[BenchmarkRecord] = field(default_factory=list)
+    cache: ResultCache = field(default_factory=ResultCache)
+    started: float = field(default_factory=time.time)
+    data_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    engine_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _engines: dict[str, Engine | EvalsuiteError] = field(default_factory=dict)
+    _data: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.options.report_dir / self.run_id
+
+    @property
+    def golden(self) -> GoldenStore:
+        return GoldenStore(self.options.golden_dir)
+
+    def engine(self, name: str) -> Engine:
+        """The engine called ``name``, created once per process; a failed creation is
+        remembered and raised again, so a missing model is reported once, not loaded per test."""
+        if name not in self._engines:
+            try:
+                self._engines[name] = self._create(name)
+            except EvalsuiteError as exc:
+                self._engines[name] = exc
+            except (TypeError, ValueError) as exc:
+                self._engines[name] = EngineUnavailableError(f"{name}: {exc}")
+        engine = self._engines[name]
+        if isinstance(engine, EvalsuiteError):
+            raise engine
+        return engine
+
+    def label(self, name: str) -> str:
+        """The label engine ``name``'s results are keyed on: ``--engine-label``, else the
+        engine's own (a served engine: its model, e.g. ``deepseek-ocr``), else its name."""
+        if name in self.options.engine_labels:
+            return self.options.engine_labels[name]
+        return getattr(self.engine(name), "default_label", None) or name
+
+    def data(self, benchmark: str, source: DataSource, location: Path) -> Any:
+        """``source``'s data, loaded once per process; its identity is noted for the run."""
+        key = (benchmark, source.name)
+        if key not in self._data:
+            identity = source.identity(location)
+            self.data_sources[identity] = {
+                "benchmark": benchmark,
+                "source": source.name,
+                "path": str(location),
+                "fixtures": source.is_fixture,
+            }
+            self._data[key] = source.loader(location)
+        return self._data[key]
+
+    def _create(self, name: str) -> Engine:
+        options: dict[str, Any] = {}
+        if name in DEEPSEEK_ENGINES:
+            options["device"] = self._cuda_device()
+            path = self.options.model_path if name == "deepseek-ocr" else self.options.model_path_v2
+            if path:
+                options["model_path"] = path
+        if name == "replay":
+            options["recordings"] = self._recordings()
+        if name in SERVED_ENGINES:
+            options.update(self._served_options())
+        if self.options.batch_size is not None and name.startswith(
+            ("deepseek-ocr-2", "tiny-deepseek-ocr-2")
+        ):
+            options["batch_size"] = self.options.batch_size
+        engine = create_engine(name, **options)
+        label = self.options.engine_labels.get(name) or getattr(engine, "default_label", name)
+        details = getattr(engine, "server_info", None) or getattr(engine, "identity", None)
+        self.engine_details[label] = {
+            "engine": name,
+            **{k: str(v) for k, v in options.items()},
+            **(details() if details else {}),
+        }
+        if self.options.record is not None and name != "replay":
+            from evalsuite.engines.recording import RecordingEngine
+
+            engine = RecordingEngine(engine, self.options.record)
+        return engine
+
+    def _served_options(self) -> dict[str, Any]:
+        """A served engine's server (--api-base, or the one this run started) and model."""
+        if self.options.server_error is not None:
+            raise ServerStartError(self.options.server_error)
+        if self.options.api_base is None:
+            raise EngineUnavailableError(
+                "a served engine needs a model server: pass --api-base URL (a running "
+                "OpenAI-compatible server), or --gpu / --server-command so the run starts one"
+            )
+        options: dict[str, Any] = {
+            "api_base": self.options.api_base,
+            "model_family": self.options.served_model,
+        }
+        if self.options.concurrency is not None:
+            options["concurrency"] = self.options.concurrency
+        return options
+
+    def _recordings(self) -> list[Path] | None:
+        if self.options.recordings:
+            return list(self.options.recordings)
+        if os.environ.get("EVALSUITE_RECORDINGS", "").strip():
+            return None  # the replay engine reads the variable itself
+        data_dir = self.options.data_dir
+        if data_dir is not None and (data_dir / STUDY_RECORDINGS).is_file():
+            return [data_dir / STUDY_RECORDINGS]
+        raise EngineUnavailableError(
+            "the replay engine needs recordings: pass --recordings PATH, set "
+            "EVALSUITE_RECORDINGS, or point --data-dir at a folder holding "
+            f"{STUDY_RECORDINGS}"
+        )
+
+    def _cuda_device(self) -> str:
+        """``cuda:N``, N the xdist worker number modulo the visible devices (one per worker)."""
+        try:
+            import torch
+        except ImportError:
+            return "cuda"
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            return "cuda"  # the engine names the missing device
+        number = int(self.worker_id[2:]) if self.worker_id.startswith("gw") else 0
+        return f"cuda:{number % count}"
+
+
+def bench_session(config: pytest.Config) -> BenchSession:
+    """This process's session, created on first use."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        options = config.stash.get(OPTIONS_KEY, None) or parse_options(config)
+        worker = getattr(config, "workerinput", None)
+        worker_id = worker["workerid"] if worker else "master"
+        run_id = config.stash.get(RUN_ID_KEY, None) or new_run_id()
+        config.stash[RUN_ID_KEY] = run_id
+        session = BenchSession(options, run_id, worker_id)
+        config.stash[SESSION_KEY] = session
+    return session

@@ -1,0 +1,231 @@
+"""evalsuite's pytest plugin: benchmark options, markers from the benchmark registry, the
+engine x mode x data-source parametrization of bench tests, the ``bench`` fixture, and the run
+records written at the end. Registered through the ``pytest11`` entry point, so any session of
+an environment with evalsuite installed has it (``-p evalsuite.pytest_plugin`` loads it where
+plugin autoloading is off). Sessions that run no benchmark test create no run.
+
+Layout, after pytest-regressions: this module holds the hooks; the fixture lives in
+:mod:`evalsuite.plugin.bench`, options in :mod:`evalsuite.plugin.options`, per-process state in
+:mod:`evalsuite.plugin.session`, the end of the run in :mod:`evalsuite.plugin.reporting`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalsuite.benchmarks import Benchmark, load_declarations
+from evalsuite.engines import engine_kind, supported_modes
+from evalsuite.engines.base import OCR_MODE
+from evalsuite.engines.served import MODEL_FAMILIES
+from evalsuite.errors import EvalsuiteError
+from evalsuite.golden import GoldenStore
+from evalsuite.plugin.bench import bench
+from evalsuite.plugin.options import INI_BENCHMARKS, SuiteOptions, add_options, parse_options
+from evalsuite.plugin.reporting import GOLDEN_BEFORE_KEY, finish_session, terminal_summary
+from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError, plan_server, start_server
+from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, WORKER_RUN_ID, WORKER_SERVER
+from evalsuite.records.metadata import new_run_id
+
+__all__ = ["bench"]
+GPU_MARKER = "gpu: a GPU engine's parametrization (selected by --gpu)"
+VLM_MARKER = (
+    "needs_vlm: the test asks the engine questions about a page, so OCR-only engines are not "
+    "parametrized for it"
+)
+RUN_DIR_KEY = pytest.StashKey[Path]()
+PYTEST_MARKERS = {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        benchmarks = load_declarations(config.getini(INI_BENCHMARKS))
+    except EvalsuiteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for benchmark in benchmarks:
+        config.addinivalue_line("markers", f"{benchmark.name}: {benchmark.description}")
+    config.addinivalue_line("markers", GPU_MARKER)
+    config.addinivalue_line("markers", VLM_MARKER)
+    config.stash[OPTIONS_KEY] = parse_options(config)
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        if WORKER_RUN_ID in worker:
+            config.stash[RUN_ID_KEY] = worker[WORKER_RUN_ID]
+        if WORKER_SERVER in worker:  # the controller's server, shared by every worker
+            config.stash[OPTIONS_KEY] = replace(config.stash[OPTIONS_KEY], **worker[WORKER_SERVER])
+        return
+    if _runs_benchmarks(config, benchmarks):
+        run_id = config.stash[RUN_ID_KEY] = new_run_id()
+        run_dir = config.stash[OPTIONS_KEY].report_dir / run_id
+        if not config.getoption("json_report", default=False):
+            config.option.json_report = True
+            config.option.json_report_file = str(run_dir / "report.json")
+            config.option.json_report_indent = 1
+        config.stash[RUN_DIR_KEY] = run_dir
+
+
+def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir: Path) -> None:
+    """Start the run's model server when a served engine will run and no --api-base was given
+    (see :mod:`evalsuite.plugin.server`); its URL, or why it failed, goes into the options that
+    the workers also receive."""
+    options: SuiteOptions = config.stash[OPTIONS_KEY]
+    served = {
+        name
+        for b in benchmarks
+        for name in options.engines_to_run(b.gpu_engines, b.cpu_engines)
+        if name in SERVED_ENGINES
+    }
+    if not served or options.api_base is not None:
+        return
+    if not (options.gpu or options.server_command):
+        return  # the engine then says it needs --api-base
+    plan = plan_server(
+        options.server_command,
+        options.served_model,
+        options.served_model_path(),
+        options.server_timeout_s,
+    )
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
+    try:
+        server = start_server(plan, run_dir / "server.log")
+    except ServerStartError as exc:
+        if reporter is not None:
+            reporter.write_line(f"evalsuite: {exc}\n{exc.log_tail}", red=True)
+        config.stash[OPTIONS_KEY] = replace(options, server_error=str(exc))
+        return
+    config.add_cleanup(server.stop)
+    if reporter is not None:
+        reporter.write_line(f"evalsuite: model server ready at {server.api_base}")
+    config.stash[OPTIONS_KEY] = replace(options, api_base=server.api_base)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Before xdist starts its workers, which receive the server's URL (pytest_configure_node).
+    config = session.config
+    check_mark_expression(config)
+    run_dir = config.stash.get(RUN_DIR_KEY, None)
+    if run_dir is not None and not config.getoption("collectonly"):
+        options: SuiteOptions = config.stash[OPTIONS_KEY]
+        if options.update_golden:
+            config.stash[GOLDEN_BEFORE_KEY] = GoldenStore(options.golden_dir).snapshot()
+        _provide_server(config, load_declarations(config.getini(INI_BENCHMARKS)), run_dir)
+
+
+def check_mark_expression(config: pytest.Config) -> None:
+    """An ``-m`` expression naming a marker nobody registered is a usage error (it would
+    silently select nothing); the message lists the benchmark markers."""
+    expression = config.getoption("markexpr", default="") or ""
+    if not expression:
+        return
+    registered = {
+        line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")
+    }
+    words = {
+        word
+        for word in expression.replace("(", " ").replace(")", " ").split()
+        if word not in ("and", "or", "not")
+    }
+    unknown = sorted(words - registered - PYTEST_MARKERS)
+    if unknown:
+        from evalsuite.benchmarks import all_benchmarks
+
+        names = ", ".join(b.name for b in all_benchmarks())
+        raise pytest.UsageError(
+            f"-m {expression!r}: unknown marker(s) {', '.join(unknown)}; benchmark markers: "
+            f"{names}"
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist (``node`` a WorkerController): every worker writes under the controller's run id."""
+    config = node.config
+    if RUN_ID_KEY not in config.stash:
+        config.stash[RUN_ID_KEY] = new_run_id()
+    node.workerinput[WORKER_RUN_ID] = config.stash[RUN_ID_KEY]
+    options: SuiteOptions = config.stash[OPTIONS_KEY]
+    node.workerinput[WORKER_SERVER] = {
+        "api_base": options.api_base,
+        "server_error": options.server_error,
+    }
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "bench" not in metafunc.fixturenames:
+        return
+    benchmark = getattr(metafunc.module, "BENCHMARK", None)
+    if not isinstance(benchmark, Benchmark):
+        raise pytest.UsageError(
+            f"{metafunc.module.__name__} uses the bench fixture but declares no BENCHMARK "
+            "(the evalsuite.benchmarks.Benchmark it runs)"
+        )
+    options: SuiteOptions = metafunc.config.stash[OPTIONS_KEY]
+    vlm_only = benchmark.needs_vlm or metafunc.definition.get_closest_marker("needs_vlm")
+    params = []
+    for engine, mode in engine_params(benchmark, options):
+        if vlm_only and engine_kind(engine) == "ocr":
+            continue
+        marks = [getattr(pytest.mark, benchmark.name)]
+        if options.gpu and engine in benchmark.gpu_engines:
+            marks.append(pytest.mark.gpu)
+        for source, _ in benchmark.available_sources(options.data_dir):
+            test_id = f"{engine}-{mode}-{source.name}"
+            params.append(pytest.param(engine, mode, source.name, marks=marks, id=test_id))
+    metafunc.parametrize(("engine_name", "mode", "data_source"), params)
+
+
+def engine_params(benchmark: Benchmark, options: SuiteOptions) -> list[tuple[str, str]]:
+    """(engine, mode) pairs to run: an OCR-only engine gets its one mode, a VLM each mode asked
+    for (``--modes``, else the benchmark's defaults it supports, else its first mode)."""
+    engines = options.engines_to_run(benchmark.gpu_engines, benchmark.cpu_engines)
+    pairs = []
+    for name in engines:
+        vllm_mode = MODEL_FAMILIES[options.served_model].vllm_mode
+        if name == "vllm" and options.modes is None and vllm_mode is not None:
+            pairs.append((name, vllm_mode))  # a stock vLLM serves one mode per model
+            continue
+        if engine_kind(name) == "ocr":
+            pairs.append((name, OCR_MODE))
+            continue
+        valid = supported_modes(name)
+        modes = options.modes or tuple(m for m in benchmark.default_modes if m in valid)
+        pairs.extend((name, mode) for mode in modes or valid[:1])
+    return pairs
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    finish_session(session)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    terminal_summary(terminalreporter, config)
+
+
+def _runs_benchmarks(config: pytest.Config, benchmarks: list[Benchmark]) -> bool:
+    """Whether the session's paths hold a bench module (``test_<benchmark>.py`` of a registered
+    benchmark, in a given folder or one level below it): then it is a benchmark run and gets a
+    run folder with pytest-json-report's report."""
+    names = {f"test_{b.name}.py" for b in benchmarks}
+    for arg in config.args:
+        path = Path(str(arg).split("::")[0])
+        path = path if path.is_absolute() else config.invocation_params.dir / path
+        if path.is_file() and path.name in names:
+            return True
+        if path.is_dir():
+            folders = [path, *(p for p in path.iterdir() if p.is_dir())]
+            if any((folder / name).is_file() for folder in folders for name in names):
+                return True
+    return False

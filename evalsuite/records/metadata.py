@@ -1,0 +1,180 @@
+"""Who, what, where and when of a run: :class:`RunMetadata`, run ids, git state, versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import secrets
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata as package_metadata
+from pathlib import Path
+from typing import Any
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_VERSIONED_PACKAGES = ("torch", "transformers", "tokenizers")
+
+
+@dataclass
+class RunMetadata:
+    """One run's identity and what reproduces it. ``created_utc`` is ISO 8601 with a ``Z``.
+
+    ``engine_details`` maps each engine label to what identifies the model behind it (engine
+    name, weights path and content hash, server model id and version, tokenizer, recordings
+    file and hash, settings); ``data_sources`` maps each data identity to its folder and
+    revision; ``model_calls`` counts the requests sent to engines (cache hits excluded).
+    """
+
+    run_id: str
+    created_utc: str
+    run_name: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    engines: list[str] = field(default_factory=list)
+    engine_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    modes: list[str] = field(default_factory=list)
+    data_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=dict)
+    device: str | None = None
+    seed: int | None = None
+    command: str | None = None
+    duration_s: float | None = None
+    model_calls: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        """The run's name when it has one, else its id."""
+        return self.run_name or self.run_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunMetadata:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"run metadata must be an object, got {type(data).__name__}")
+        for key in ("run_id", "created_utc"):
+            if not isinstance(data.get(key), str):
+                raise ValueError(f"run metadata needs a string {key!r}, got {data.get(key)!r}")
+        known = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, unique run id: UTC start time plus 6 random hex digits, e.g.
+    ``20251122T035012Z-3fa9c1``."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def require_run_id(run_id: Any) -> str:
+    """Return ``run_id`` if it is safe as a folder name; raise TypeError/ValueError otherwise."""
+    if not isinstance(run_id, str):
+        raise TypeError(f"run_id must be str, got {type(run_id).__name__}")
+    if not _RUN_ID.match(run_id) or run_id in {".", ".."}:
+        raise ValueError(f"run_id must match {_RUN_ID.pattern} (a folder name), got {run_id!r}")
+    return run_id
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """ISO 8601 UTC time to the second with a ``Z`` suffix, e.g. ``2025-11-22T03:50:12Z``."""
+    return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def git_state(repo_dir: str | os.PathLike[str] | None = None) -> tuple[str | None, bool | None]:
+    """(HEAD commit, whether tracked files have uncommitted changes); (None, None) without git."""
+    cwd = Path(repo_dir) if repo_dir is not None else Path.cwd()
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--verify", "-q", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return (commit.strip() or None) if commit else None, None if status is None else bool(status)
+
+
+def git_label(repo_dir: str | os.PathLike[str] | None = None) -> str:
+    """HEAD's hash with ``-dirty`` when tracked files changed; ``unknown`` without git."""
+    commit, dirty = git_state(repo_dir)
+    return (commit or "unknown") + ("-dirty" if dirty else "")
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of Python, evalsuite, torch, transformers, tokenizers (read without importing)."""
+    from evalsuite import __version__
+
+    versions: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "evalsuite": __version__,
+    }
+    for name in _VERSIONED_PACKAGES:
+        try:
+            versions[name] = package_metadata.version(name)
+        except package_metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def detect_device() -> str:
+    """The CUDA device name when torch is already loaded and sees one, else ``cpu (<arch>)``.
+
+    torch is not imported here: a run that never loaded it ran on the CPU.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return str(torch.cuda.get_device_name(torch.cuda.current_device()))
+    return f"cpu ({platform.machine() or 'unknown'})"
+
+
+def collect_metadata(
+    run_id: str | None = None,
+    *,
+    run_name: str | None = None,
+    engines: Sequence[str] = (),
+    engine_details: Mapping[str, Mapping[str, Any]] | None = None,
+    modes: Sequence[str] = (),
+    data_sources: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int | None = None,
+    device: str | None = None,
+    command: Sequence[str] | str | None = None,
+    repo_dir: str | os.PathLike[str] | None = None,
+    created: datetime | None = None,
+    duration_s: float | None = None,
+    model_calls: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> RunMetadata:
+    """Gather a run's metadata; what is not given is detected (git, versions, device, argv)."""
+    if isinstance(engines, str) or isinstance(modes, str):
+        raise TypeError("engines and modes must be sequences of names, not a single str")
+    commit, dirty = git_state(repo_dir)
+    argv = sys.argv if command is None else command
+    return RunMetadata(
+        run_id=require_run_id(run_id if run_id is not None else new_run_id(created)),
+        created_utc=utc_timestamp(created),
+        run_name=run_name,
+        git_commit=commit,
+        git_dirty=dirty,
+        engines=list(engines),
+        engine_details={k: dict(v) for k, v in (engine_details or {}).items()},
+        modes=list(modes),
+        data_sources={k: dict(v) for k, v in (data_sources or {}).items()},
+        versions=package_versions(),
+        device=device if device is not None else detect_device(),
+        seed=seed,
+        command=argv if isinstance(argv, str) else shlex.join(argv),
+        duration_s=duration_s,
+        model_calls=model_calls,
+        extra=dict(extra or {}),
+    )

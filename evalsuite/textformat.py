@@ -1,0 +1,70 @@
+"""Numbers and texts as people read them in the terminal and on the pages: 4 significant digits,
+short quotes. Full precision stays in the JSON files."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+MISSING = "—"
+SIGNIFICANT_DIGITS = 4
+
+
+def significant(
+    value: float | int | bool | None, digits: int = SIGNIFICANT_DIGITS, *, signed: bool = False
+) -> str:
+    """``value`` rounded to ``digits`` significant digits, without exponent for |value| in
+    [1e-4, 1e6), trailing zeros dropped (``0.9``, ``12.35``, ``1234``); ``—`` for None.
+
+    Integers print whole (a count of 12,345 reads ``12345``); booleans as ``yes``/``no``.
+    """
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:+d}" if signed else str(value)
+    if not math.isfinite(value):
+        return str(value)
+    sign = "+" if signed and value >= 0 else ""
+    if value == 0:
+        return f"{sign}0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if -4 <= magnitude < 6:
+        decimals = max(0, digits - 1 - magnitude)
+        text = f"{value:.{decimals}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return sign + text
+    return f"{value:{'+' if signed else ''}.{digits - 1}e}"
+
+
+def shorten(text: str | None, limit: int = 80) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with
+    ``…``; ``—`` for None."""
+    if text is None:
+        return MISSING
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, align: str, indent: str = ""
+) -> str:
+    """Columns padded to their widest cell, two spaces apart; ``align`` holds ``l`` or ``r`` per
+    column. Trailing spaces are stripped."""
+    if len(align) != len(headers) or any(a not in "lr" for a in align):
+        raise ValueError(f"align must give l or r for each of {len(headers)} columns: {align!r}")
+    for index, row in enumerate(rows):
+        if len(row) != len(headers):
+            raise ValueError(f"rows[{index}] has {len(row)} cells, expected {len(headers)}")
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            cell.ljust(width) if side == "l" else cell.rjust(width)
+            for cell, width, side in zip(cells, widths, align, strict=True)
+        )
+        return (indent + "  ".join(padded)).rstrip()
+
+    return "\n".join([line(headers), *(line(row) for row in rows)])

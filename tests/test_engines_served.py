@@ -1,0 +1,379 @@
+"""The ``openai``/``vllm`` engines: the request they send, retries and per-sample errors against
+a scripted fake server, order and concurrency, page encoding, and end to end through a real
+``evalsuite serve`` (tiny-deepseek-ocr-2 and replay) compared with the in-process engines."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import random
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+from PIL import Image, ImageChops
+
+from evalsuite.engines import InferenceRequest, create_engine
+from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens
+from evalsuite.engines.recording import RecordingEngine
+from evalsuite.engines.served import TABLE_CELL_TOKEN_IDS, chat_text, encode_page
+from evalsuite.errors import EngineUnavailableError
+from evalsuite.perf.serving import FixedLatencyEngine
+from evalsuite.prompts import FREE_OCR, MARKDOWN
+from evalsuite.render import RenderConfig, render_text
+from evalsuite.serving.process import serve_subprocess
+from evalsuite.tokens import vision_tokens
+
+PAGE_TEXT = "INVOICE #INV-2024-0892\nDate: November 15, 2024\nTotal: $1,229.20\n"
+
+
+@dataclass
+class FakeOpenAIServer:
+    """An OpenAI-compatible server answering chat completions from a script.
+
+    Each completion request consumes the next step: ``"drop"`` (close the connection unanswered),
+    an int (that HTTP status with an OpenAI error body) or ``"ok"`` (after ``delay_s()`` seconds,
+    answer the request's text reversed, with ``completion_tokens`` = its length); once the
+    script is used up every step is ``"ok"``. ``version`` is what ``/version`` answers (None:
+    404, like a server without that route).
+    """
+
+    script: list[str | int] = field(default_factory=list)
+    delay_s: Callable[[], float] = lambda: 0.0
+    version: dict[str, Any] | None = None
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    most_in_flight: int = 0
+    api_base: str = ""
+
+    async def models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake-model"}]})
+
+    async def version_info(self, _: web.Request) -> web.Response:
+        if self.version is None:
+            raise web.HTTPNotFound()
+        return web.json_response(self.version)
+
+    async def completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.bodies.append(body)
+        step = self.script.pop(0) if self.script else "ok"
+        if step == "drop":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response()
+        if isinstance(step, int):
+            error = {"message": f"scripted failure {step}", "type": "server_error"}
+            return web.json_response({"error": error}, status=step)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay_s())
+        finally:
+            self.in_flight -= 1
+        text = next(part["text"] for part in body["messages"][0]["content"] if "text" in part)
+        return web.json_response(
+            {
+                "choices": [{"message": {"content": text[::-1]}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": len(text)},
+            }
+        )
+
+
+@contextlib.contextmanager
+def running(fake: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """``fake`` listening on a free port of 127.0.0.1 (its event loop in a thread)."""
+    app = web.Application()
+    app.router.add_get("/v1/models", fake.models)
+    app.router.add_get("/version", fake.version_info)
+    app.router.add_post("/v1/chat/completions", fake.completions)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    fake.api_base = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+def vllm_engine(fake: FakeOpenAIServer, **options: Any) -> Any:
+    return create_engine("vllm", api_base=fake.api_base, backoff_s=0.01, **options)
+
+
+def request(image: Any, mode: str = "gundam", prompt: str = FREE_OCR, sample_id: str = "s"):
+    return InferenceRequest(image=image, prompt=prompt, mode=mode, sample_id=sample_id)
+
+
+def decoded(data_url: str) -> Image.Image:
+    header, _, data = data_url.partition(",")
+    assert header == "data:image/png;base64"
+    return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+def same_pixels(a: Image.Image, b: Image.Image) -> bool:
+    return (
+        a.size == b.size
+        and ImageChops.difference(a.convert("RGB"), b.convert("RGB")).getbbox() is None
+    )
+
+
+@pytest.fixture(scope="module")
+def page() -> Image.Image:
+    return render_text(PAGE_TEXT, RenderConfig()).pages[0].image
+
+
+def test_request_follows_vllms_deepseek_ocr_recipe(page) -> None:
+    with running(FakeOpenAIServer()) as fake:
+        engine = vllm_engine(fake)
+        result = engine.infer(request(page))
+    assert result.error is None
+    (body,) = fake.bodies
+    assert body["model"] == "fake-model"
+    assert body["temperature"] == 0
+    assert body["max_tokens"] == 8192
+    assert body["skip_special_tokens"] is False
+    assert body["vllm_xargs"] == {
+        "ngram_size": 30,
+        "window_size": 90,
+        "whitelist_token_ids": list(TABLE_CELL_TOKEN_IDS),
+    }
+    assert "evalsuite" not in body  # only evalsuite serve is sent the sample's identity
+    image_part, text_part = body["messages"][0]["content"]
+    assert text_part == {"type": "text", "text": "Free OCR."}  # vLLM adds "<image>\n" itself
+    assert same_pixels(decoded(image_part["image_url"]["url"]), page)
+    assert result.text == "Free OCR."[::-1]
+    assert result.output_tokens == len("Free OCR.")
+    assert result.vision_tokens == vision_tokens(page.width, page.height, "gundam")
+    assert result.settings["model"] == "fake-model"
+    assert result.settings["server_mode"] == result.settings["mode"] == "gundam"
+    assert result.settings["api_base"] == fake.api_base
+    assert result.settings["vision_token_arithmetic"] == "deepseek-ocr"
+    assert engine.server_info()["model"] == "fake-model"
+
+
+def test_text_only_request_sends_no_image(page) -> None:
+    with running(FakeOpenAIServer()) as fake:
+        result = vllm_engine(fake).infer(request(None, prompt="Question: 2 + 2?"))
+    assert fake.bodies[0]["messages"][0]["content"] == [
+        {"type": "text", "text": "Question: 2 + 2?"}
+    ]
+    assert result.vision_tokens is None
+    assert result.text == "?2 + 2 :noitseuQ"
+
+
+def test_deepseek_ocr2_family_counts_its_own_tokens_in_vllms_mode(page) -> None:
+    with running(FakeOpenAIServer()) as fake:
+        engine = vllm_engine(fake, model_family="deepseek-ocr-2", ngram_size=None)
+        result = engine.infer(request(page, mode="default", prompt=MARKDOWN))
+    assert engine.supported_modes == ("default",)
+    assert "vllm_xargs" not in fake.bodies[0]
+    assert (
+        fake.bodies[0]["messages"][0]["content"][1]["text"]
+        == "<|grounding|>Convert the document to markdown."
+    )
+    assert result.vision_tokens == ocr2_image_tokens(page.width, page.height, "default")
+
+
+def test_a_mode_the_server_does_not_run_fails_that_sample_only(page) -> None:
+    with running(FakeOpenAIServer()) as fake:
+        results = vllm_engine(fake).infer_batch(
+            [request(page, sample_id="a"), request(page, mode="base", sample_id="b")]
+        )
+    assert results[0].error is None
+    assert results[1].text == ""
+    assert "'base'" in results[1].error and "'gundam'" in results[1].error
+    assert len(fake.bodies) == 1  # the refused sample was never sent
+
+
+def test_retries_dropped_connections_and_5xx_then_succeeds(page) -> None:
+    with running(FakeOpenAIServer(script=["drop", 503, "drop", "ok"])) as fake:
+        result = vllm_engine(fake, max_retries=3).infer(request(page))
+    assert result.error is None
+    assert result.text == "Free OCR."[::-1]
+    assert len(fake.bodies) == 4
+
+
+def test_4xx_is_not_retried(page) -> None:
+    with running(FakeOpenAIServer(script=[400])) as fake:
+        result = vllm_engine(fake, max_retries=3).infer(request(page))
+    assert len(fake.bodies) == 1
+    assert result.text == ""
+    assert "HTTP 400 (not retried)" in result.error
+    assert "scripted failure 400" in result.error
+    assert fake.api_base in result.error
+
+
+def test_always_5xx_fails_the_sample_after_max_retries(page) -> None:
+    with running(FakeOpenAIServer(script=[503] * 10)) as fake:
+        results = vllm_engine(fake, max_retries=2).infer_batch([request(page)])
+    assert len(fake.bodies) == 3
+    (result,) = results
+    assert result.text == ""
+    assert "failed after 3 attempts" in result.error
+    assert "HTTP 503: scripted failure 503" in result.error
+    assert f"{fake.api_base}/chat/completions" in result.error
+
+
+def test_results_keep_request_order_with_many_in_flight() -> None:
+    rng = random.Random(7)
+    fake = FakeOpenAIServer(delay_s=lambda: rng.uniform(0.0, 0.03))
+    requests = [request(None, prompt=f"prompt {i:02d}", sample_id=f"s{i}") for i in range(40)]
+    with running(fake):
+        engine = vllm_engine(fake, concurrency=8)
+        results = engine.infer_batch(requests)
+    assert engine.preferred_batch_size == 8
+    assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(40)]
+    assert 1 < fake.most_in_flight <= 8
+
+
+def test_unreachable_server_is_reported_at_creation() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    api_base = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(EngineUnavailableError, match="evalsuite serve") as raised:
+        create_engine("openai", api_base=api_base)
+    assert api_base in str(raised.value)
+
+
+def test_per_request_modes_need_a_server_that_takes_them() -> None:
+    with running(FakeOpenAIServer(version={"version": "0.11.1"})) as fake:
+        with pytest.raises(EngineUnavailableError, match="mode=NAME"):
+            create_engine("openai", api_base=fake.api_base)
+        engine = create_engine("openai", api_base=fake.api_base, mode="large")
+    assert engine.server_info()["version"] == "0.11.1"
+    assert engine.supported_modes == ("large",)
+
+
+def test_a_model_the_server_does_not_serve_is_refused() -> None:
+    with (
+        running(FakeOpenAIServer()) as fake,
+        pytest.raises(EngineUnavailableError, match="it serves: fake-model"),
+    ):
+        vllm_engine(fake, model="deepseek-ai/DeepSeek-OCR")
+
+
+def test_chat_text_drops_the_image_placeholder() -> None:
+    assert chat_text(FREE_OCR) == "Free OCR."
+    assert chat_text("no placeholder") == "no placeholder"
+    assert chat_text("<image>\n<image>\ntwo") == "two"
+
+
+def test_png_file_is_sent_as_its_own_bytes(tmp_path, page) -> None:
+    path = tmp_path / "page.png"
+    page.save(path)
+    encoded = encode_page(path)
+    assert base64.b64decode(encoded.data_url.partition(",")[2]) == path.read_bytes()
+    assert (encoded.width, encoded.height) == page.size
+
+
+def test_grey_and_colour_pages_keep_their_pixels(page) -> None:
+    colour = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
+    grey_png = decoded(encode_page(page).data_url)
+    assert grey_png.mode == "P"  # the fast path: grey levels as a palette
+    assert same_pixels(grey_png, page)
+    assert same_pixels(decoded(encode_page(colour).data_url), colour)
+
+
+def test_rgba_and_exif_rotated_pages_are_sent_as_deepseek_loads_them(tmp_path) -> None:
+    rgba = Image.new("RGBA", (40, 30), (10, 20, 30, 0))
+    assert same_pixels(decoded(encode_page(rgba).data_url), rgba.convert("RGB"))
+    sideways = Image.new("RGB", (60, 20), "white")
+    exif = sideways.getexif()
+    exif[0x0112] = 6  # rotate 90° clockwise to view
+    path = tmp_path / "sideways.jpg"
+    sideways.save(path, exif=exif)
+    encoded = encode_page(path)
+    assert (encoded.width, encoded.height) == (20, 60)
+    assert decoded(encoded.data_url).size == (20, 60)
+
+
+# --- end to end through evalsuite serve ---
+
+
+@pytest.fixture(scope="module")
+def tiny_server() -> Iterator[str]:
+    with serve_subprocess("tiny-deepseek-ocr-2", max_batch=4) as server:
+        yield server.api_base
+
+
+def test_tiny_engine_through_the_server_equals_in_process(tiny_server, page, tmp_path) -> None:
+    path = tmp_path / "page.png"
+    page.save(path)
+    small = page.resize((500, 400))
+    requests = [
+        request(page, mode="default", sample_id="a"),
+        request(path, mode="global", sample_id="b"),
+        request(small, mode="default", prompt=MARKDOWN, sample_id="c"),
+        request(page, mode="global", prompt=MARKDOWN, sample_id="d"),
+        request(None, mode="default", prompt="Question: what is 2 + 2?\nAnswer:", sample_id="e"),
+    ]
+    served = create_engine(
+        "openai", api_base=tiny_server, model_family="deepseek-ocr-2", concurrency=3
+    )
+    local = create_engine("tiny-deepseek-ocr-2")
+    through_server = served.infer_batch(requests)
+    in_process = local.infer_batch(requests)
+    assert [r.error for r in through_server] == [None] * len(requests)
+    assert [r.text for r in through_server] == [r.text for r in in_process]
+    assert [r.vision_tokens for r in through_server] == [r.vision_tokens for r in in_process]
+    assert [r.output_tokens for r in through_server] == [r.output_tokens for r in in_process]
+    assert through_server[0].settings["server_engine"] == "tiny-deepseek-ocr-2"
+    assert served.server_info()["server"] == "evalsuite serve"
+
+
+def test_replay_through_the_server_finds_the_recordings(tmp_path, page) -> None:
+    path = tmp_path / "page.png"
+    page.save(path)
+    requests = [
+        InferenceRequest(path, FREE_OCR, "base", "doc-1", {"experiment": "x", "document": "d1"}),
+        InferenceRequest(page, FREE_OCR, "tiny", "doc-2", {"experiment": "x", "document": "d2"}),
+        InferenceRequest(None, "Q?", "small", "doc-3", {"experiment": "x", "document": "d3"}),
+    ]
+    recordings = tmp_path / "recordings.jsonl"
+    recorded = RecordingEngine(FixedLatencyEngine(latency_s=0), recordings).infer_batch(requests)
+    with serve_subprocess("replay", engine_options={"recordings": str(recordings)}) as server:
+        served = create_engine(
+            "openai", api_base=server.api_base, concurrency=2, max_retries=1, backoff_s=0.01
+        )
+        replayed = served.infer_batch(requests)
+        unknown = served.infer(
+            InferenceRequest(page, FREE_OCR, "base", "doc-9", {"document": "d9"})
+        )
+    assert served.keyed_outputs is True
+    assert [r.error for r in replayed] == [None] * 3
+    assert [r.text for r in replayed] == [r.text for r in recorded]
+    assert [r.output_tokens for r in replayed] == [r.output_tokens for r in recorded]
+    assert "no recording" in unknown.error
+
+
+def test_modes_are_those_of_the_model_family() -> None:
+    with pytest.raises(ValueError, match="deepseek-ocr-2 has no mode 'gundam'; choose one of"):
+        create_engine(
+            "vllm", api_base="http://127.0.0.1:9/v1", model_family="deepseek-ocr-2", mode="gundam"
+        )
+    with pytest.raises(ValueError, match="no known vLLM mode for model_family 'none'"):
+        create_engine("vllm", api_base="http://127.0.0.1:9/v1", model_family="none")
+
+
+def test_infer_batch_works_under_a_running_event_loop(page) -> None:
+    async def caller(engine: Any) -> list[Any]:  # e.g. a notebook: a loop is already running
+        return engine.infer_batch([request(page, sample_id="a"), request(None, prompt="b")])
+
+    with running(FakeOpenAIServer()) as fake:
+        results = asyncio.run(caller(vllm_engine(fake)))
+    assert [r.text for r in results] == ["Free OCR."[::-1], "b"]
