@@ -31,13 +31,13 @@ system-deps:
 			|| echo "warning: apt-get could not install$$missing"; \
 	else echo "note: install$$missing with your package manager for the tesseract engine and the browser test"; fi
 
-test: setup
-	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q
-
 # The real samples beside the checkout are used when present (CI has them there).
 SHARED_DATA := $(abspath ../shared/data)
 BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_DATA)),$(SHARED_DATA),))
+
+test: setup
+	$(BIN)/ruff check .
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q
 
 bench: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \

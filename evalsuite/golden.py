@@ -228,9 +228,13 @@ def gate_metric(
     record: BenchmarkRecord,
     metric: str,
     entry: GoldenEntry | None,
+    *,
+    samples: tuple[str, Sequence[SampleRecord]] | None = None,
 ) -> GateResult:
     """Gate ``record.metrics[metric]`` against ``entry``; a failing verdict's message names the
-    golden, current value, delta, n, test and p-value, then the worst samples."""
+    golden, current value, delta, n, test and p-value, then the worst samples: of ``samples``
+    (a per-sample score name and the samples aggregated, for a per-group metric), else of the
+    record on ``metric``."""
     summary = record.metrics[metric]
     where = describe_key(benchmark, (record.engine, record.data, record.parameter, metric))
     if entry is None:
@@ -259,11 +263,61 @@ def gate_metric(
         f"  delta   {significant(comparison.delta, signed=True)}",
         f"  test    {comparison.test}{p_value}",
     ]
-    worst = worst_samples(record.samples, metric, entry.direction)
+    score, members = samples or (metric, record.samples)
+    worst = worst_samples(members, score, entry.direction)
     if worst:
         lines.append("  worst samples:")
         lines.extend(f"    {line}" for line in worst)
     return GateResult(metric, "regressed", summary, entry, comparison, "\n".join(lines))
+
+
+def gate_record(
+    benchmark: str,
+    record: BenchmarkRecord,
+    gated: Sequence[str],
+    golden: GoldenFile,
+    *,
+    group_of: Callable[[SampleRecord], str] | None = None,
+) -> list[GateResult]:
+    """Gate ``record``'s ``gated`` metrics (each must have a golden entry: one without fails as
+    "no golden"), and with ``group_of`` their per-group aggregates (``metric[group]``, e.g.
+    ``edit_precision[600-700]``, see :func:`evalsuite.runner.aggregate_by`) that have an entry;
+    a group without one is left ungated. A group's verdict lists its own worst samples."""
+
+    def entry(metric: str) -> GoldenEntry | None:
+        return golden.entries.get((record.engine, record.data, record.parameter, metric))
+
+    results = [gate_metric(benchmark, record, metric, entry(metric)) for metric in gated]
+    if group_of is None:
+        return results
+    groups: dict[str, list[SampleRecord]] = {}
+    for sample in record.samples:
+        groups.setdefault(group_of(sample), []).append(sample)
+    for metric in gated:
+        for group, members in sorted(groups.items()):
+            name = f"{metric}[{group}]"
+            if name in record.metrics and entry(name) is not None:
+                results.append(
+                    gate_metric(benchmark, record, name, entry(name), samples=(metric, members))
+                )
+    return results
+
+
+def tolerance_rule(
+    tolerances: Mapping[str, float], *, exact: bool, override: float | None = None
+) -> Callable[[str, GoldenEntry | None], float]:
+    """The tolerance of a new entry for ``metric``: ``override`` when given, else the old
+    entry's, else 0 for an engine whose outputs are exactly reproducible (``exact``), else the
+    metric's own (``tolerances``; a per-group ``metric[group]`` takes its metric's), else 0."""
+
+    def tolerance(metric: str, old: GoldenEntry | None) -> float:
+        if override is not None:
+            return override
+        if old is not None:
+            return old.tolerance
+        return 0.0 if exact else tolerances.get(metric.split("[", 1)[0], 0.0)
+
+    return tolerance
 
 
 def worst_samples(

@@ -176,13 +176,16 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
     golden = tmp_path / "golden"
     benches = ["benches/test_fox.py", "benches/test_finix.py", "benches/test_surya_recognition.py"]
     # batch size 1 on both sides: the random tiny model's greedy outputs change with the padding
-    # of a batch, and the server's batches depend on arrival times
+    # of a batch, and the server's batches depend on arrival times; the same samples on both
+    # sides (the tiny engine is capped at 4 per benchmark by default, a served one is not)
     local = run_pytest(
         *benches,
         "--engine",
         "tiny-deepseek-ocr-2",
         "--batch-size",
         "1",
+        "--max-samples",
+        "4",
         "--update-golden",
         "--golden-dir",
         str(golden),
@@ -201,6 +204,8 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
         "--server-command",
         "{python} -m evalsuite serve --engine tiny-deepseek-ocr-2 --port {port} --max-batch 1 "
         "--engine-option batch_size=1",
+        "--max-samples",
+        "4",
         "--golden-dir",
         str(golden),
         "--report-dir",

@@ -281,12 +281,12 @@ def test_png_file_is_sent_as_its_own_bytes(tmp_path, page) -> None:
     assert (encoded.width, encoded.height) == page.size
 
 
-def test_grey_and_colour_pages_keep_their_pixels(page) -> None:
-    colour = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
+def test_grey_and_color_pages_keep_their_pixels(page) -> None:
+    color = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
     grey_png = decoded(encode_page(page).data_url)
     assert grey_png.mode == "P"  # the fast path: grey levels as a palette
     assert same_pixels(grey_png, page)
-    assert same_pixels(decoded(encode_page(colour).data_url), colour)
+    assert same_pixels(decoded(encode_page(color).data_url), color)
 
 
 def test_rgba_and_exif_rotated_pages_are_sent_as_deepseek_loads_them(tmp_path) -> None:

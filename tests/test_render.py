@@ -31,7 +31,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "render"
 LETTER = (FIXTURES / "letter.txt").read_text(encoding="utf-8")
 REPORT = (FIXTURES / "report.md").read_text(encoding="utf-8")
 
-# The seed study's colour pairs (galah92/deepseek-ocr-eval, experiment/render_documents.py),
+# The seed study's color pairs (galah92/deepseek-ocr-eval, experiment/render_documents.py),
 # as (foreground, background) hex.
 SEED_COLORS = {
     "default": ("#000000", "#ffffff"),
@@ -158,7 +158,7 @@ def test_size_is_converted_to_pixels_through_dpi():
     assert half_points == render_text(LETTER, RenderConfig(size=20)).content_hash()
 
 
-# --- presets and colours --------------------------------------------------------------------
+# --- presets and colors --------------------------------------------------------------------
 
 
 def test_color_schemes_are_the_documented_pairs():
@@ -195,7 +195,7 @@ def test_presets_are_the_seed_study_and_vary_one_factor():
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
-def test_every_preset_renders_in_its_colours_with_exact_boxes(name):
+def test_every_preset_renders_in_its_colors_with_exact_boxes(name):
     config = preset(name)
     foreground, background = (rgb(h) for h in SEED_COLORS[config.colors])
     document = render_text(LETTER, config)
@@ -204,7 +204,7 @@ def test_every_preset_renders_in_its_colours_with_exact_boxes(name):
     array = pixels(page)
     for corner in (array[0, 0], array[0, -1], array[-1, 0], array[-1, -1]):
         assert tuple(corner) == background
-    # Glyph stems are solid: the text colour itself is on the page.
+    # Glyph stems are solid: the text color itself is on the page.
     assert (array == np.array(foreground, dtype=np.uint8)).all(axis=2).sum() > 500
     for page in document.pages:
         assert_boxes_exact(page, background)
@@ -212,10 +212,10 @@ def test_every_preset_renders_in_its_colours_with_exact_boxes(name):
     assert "".join(words_of(document)) == "".join(LETTER.split())
 
 
-def test_explicit_rgb_colours():
+def test_explicit_rgb_colors():
     config = RenderConfig(colors=((200, 10, 20), (5, 40, 60)))
     assert config.scheme == ColorScheme((200, 10, 20), (5, 40, 60))
-    page = render_text("Explicit colours", config).pages[0]
+    page = render_text("Explicit colors", config).pages[0]
     assert tuple(pixels(page)[0, 0]) == (5, 40, 60)
     assert (pixels(page) == np.array((200, 10, 20), dtype=np.uint8)).all(axis=2).any()
     assert_boxes_exact(page, (5, 40, 60))

@@ -20,7 +20,7 @@ TEXTS = st.lists(st.tuples(WORDS, st.sampled_from([" ", "\n", "  "])), max_size=
 
 
 def test_a_small_example_by_hand() -> None:
-    gt, pred = align_words("the cat sat", "The cat, the mat")
+    pred, gt = align_words("the cat sat", "The cat, the mat")
     assert [(s.text, s.match) for s in gt] == [
         ("The", 0), (" ", SEPARATOR), ("cat", 1), (",", SEPARATOR), (" ", SEPARATOR),
         ("the", UNMATCHED), (" ", SEPARATOR), ("mat", UNMATCHED),
@@ -34,7 +34,7 @@ def test_a_small_example_by_hand() -> None:
 @given(pred=TEXTS, gt=TEXTS, case_sensitive=st.booleans(), ignore_punctuation=st.booleans())
 def test_alignment_laws(pred: str, gt: str, case_sensitive: bool, ignore_punctuation: bool) -> None:
     options = {"case_sensitive": case_sensitive, "ignore_punctuation": ignore_punctuation}
-    gt_segments, pred_segments = align_words(pred, gt, **options)
+    pred_segments, gt_segments = align_words(pred, gt, **options)
     # Segments cover the texts exactly.
     assert "".join(s.text for s in gt_segments) == gt
     assert "".join(s.text for s in pred_segments) == pred

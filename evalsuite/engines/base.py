@@ -116,10 +116,15 @@ class Engine(Protocol):
 
 
 class EngineBase:
-    """Shared behaviour: ``infer_batch`` maps ``infer``; failures of one sample are recorded."""
+    """Shared behaviour: ``infer_batch`` maps ``infer``; failures of one sample are recorded.
+
+    A result without a latency gets the call's wall time, unless ``times_calls`` is False (an
+    engine whose latencies are data, e.g. replayed ones, where a missing one stays 0.0).
+    """
 
     name: str = ""
     kind: str = "vlm"
+    times_calls: bool = True
 
     def infer(self, request: InferenceRequest) -> InferenceResult:
         started = time.perf_counter()
@@ -131,7 +136,7 @@ class EngineBase:
                 error=f"{type(exc).__name__}: {exc}",
                 latency_s=time.perf_counter() - started,
             )
-        if not result.latency_s:
+        if self.times_calls and not result.latency_s:
             result.latency_s = time.perf_counter() - started
         return result
 

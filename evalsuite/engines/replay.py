@@ -149,6 +149,7 @@ class ReplayEngine(EngineBase):
     supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES, OCR_MODE)
     keyed_outputs = True
     deterministic = True
+    times_calls = False  # a recording without a latency replays as 0.0, not the lookup's time
 
     def __init__(self, *, recordings: RecordingsOption = None) -> None:
         self.sources = recordings_paths(recordings)

@@ -2,15 +2,18 @@
 ``openai`` engine's own cost per page.
 
 1. Batching. ``evalsuite serve`` runs :func:`fixed_latency_engine`, whose ``infer_batch`` of any
-   size takes :data:`ENGINE_LATENCY_S` (like one GPU batch). Pages/s through the ``openai``
-   engine are measured serially (concurrency 1, server ``--max-batch 1``) and at concurrency
-   8, 16 and 32 (server ``--max-batch`` = concurrency); ``ratio`` = concurrent pages/s / serial
-   pages/s must reach :data:`REQUIRED_EFFICIENCY` x concurrency. Pages are small PNG files, so
-   the numbers measure serving, not image coding. Median of :data:`RUNS` runs.
+   size takes :data:`ENGINE_LATENCY_S`: a GPU batch of DeepSeek-OCR pages takes seconds, and
+   200 ms keeps the run short while the serving cost per request (about 1 ms of CPU, here
+   shared by client and server) stays a small part of it, as on a GPU host. Pages/s through the
+   ``openai`` engine are measured serially (concurrency 1, server ``--max-batch 1``) and at
+   concurrency 8, 16 and 32 (server ``--max-batch`` = concurrency); ``ratio`` = concurrent
+   pages/s / serial pages/s must reach :data:`REQUIRED_EFFICIENCY` x concurrency. Pages are
+   small PNG files, so the numbers measure serving, not image coding. Median of :data:`RUNS`
+   runs.
 2. Client overhead. Encoding a 1024 x 1024 page, building the request body (JSON included) and
    parsing a response, without the network, must take under :data:`CLIENT_BUDGET_S` (median),
    for a rendered page given as a PIL image and as a PNG file. The page's SHA-256 is computed
-   beforehand, as the runner does for its result cache. A colour page (which cannot use the grey
+   beforehand, as the runner does for its result cache. A color page (which cannot use the grey
    palette encoding) is shown for information.
 
 Exit status 1 when a requirement is not met.
@@ -33,10 +36,10 @@ from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.engines.served import OpenAIChatEngine
 from evalsuite.perf import format_seconds, machine_description
 
-ENGINE_LATENCY_S = 0.05
+ENGINE_LATENCY_S = 0.2
 CONCURRENCIES = (8, 16, 32)
 REQUIRED_EFFICIENCY = 0.8
-ROUNDS = 16  # pages per run = concurrency x ROUNDS (serial: ROUNDS x 2)
+ROUNDS = 8  # pages per run = concurrency x ROUNDS (serial: ROUNDS x 2)
 RUNS = 5
 CLIENT_BUDGET_S = 0.005
 CLIENT_RUNS = 25
@@ -180,17 +183,17 @@ def measure_client_overhead(engine: OpenAIChatEngine, image: Image.Image | Path)
 
 def overhead_rows(engine: OpenAIChatEngine, folder: Path, out: TextIO) -> list[OverheadRow]:
     """The client overhead of a rendered 1024 x 1024 page as a PIL image and as a PNG file
-    (required), and of a colour page (information only)."""
+    (required), and of a color page (information only)."""
     from evalsuite.render import RenderConfig, render_text
 
     grey = render_text(PAGE_TEXT, RenderConfig()).pages[0].image
-    colour = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
+    color = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
     path = folder / "page.png"
     grey.save(path)
     cases: list[tuple[str, Image.Image | Path, float | None]] = [
         (f"{grey.width}x{grey.height} PIL image, black on white", grey, CLIENT_BUDGET_S),
         (f"{grey.width}x{grey.height} PNG file", path, CLIENT_BUDGET_S),
-        (f"{colour.width}x{colour.height} PIL image, colour (info)", colour, None),
+        (f"{color.width}x{color.height} PIL image, color (info)", color, None),
     ]
     rows = []
     for label, image, budget in cases:
@@ -222,7 +225,11 @@ def run_serving(out: TextIO) -> int:
             engine = create_engine("openai", api_base=server.api_base, model_family="deepseek-ocr")
             overhead = overhead_rows(engine, folder, out)
     failed = [row for row in (*throughput, *overhead) if not row.passed]
-    print(f"{'FAIL' if failed else 'ok'}: {len(failed)} requirement(s) not met", file=out)
+    checked = sum(row.concurrency > 1 for row in throughput) + sum(
+        row.budget_s is not None for row in overhead
+    )
+    verdict = f"{len(failed)} of {checked} requirements not met" if failed else "all met"
+    print(f"{'FAIL' if failed else 'ok'}: {verdict}", file=out)
     return 1 if failed else 0
 
 

@@ -19,7 +19,8 @@ from evalsuite.golden import (
     GateResult,
     GoldenEntry,
     entries_from_record,
-    gate_metric,
+    gate_record,
+    tolerance_rule,
 )
 from evalsuite.plugin.hints import evalsuite_command, rerun_command
 from evalsuite.plugin.options import SuiteOptions
@@ -117,29 +118,16 @@ class Bench:
         gated = [
             spec for spec in with_output_health(specs) if spec.gate and spec.name in record.metrics
         ]
-        golden = self.session.golden.load(self.benchmark.name)
-        gated_names = [spec.name for spec in gated]
         if group_by is not None:
-            grouped = aggregate_by(record.samples, group_by, gated)
-            record.metrics.update(grouped)
-            gated_names += [
-                name
-                for name in grouped
-                if (record.engine, record.data, record.parameter, name) in golden.entries
-            ]
-        results = [
-            gate_metric(
-                self.benchmark.name,
-                record,
-                name,
-                golden.entries.get((record.engine, record.data, record.parameter, name)),
-            )
-            for name in gated_names
-        ]
+            record.metrics.update(aggregate_by(record.samples, group_by, gated))
+        golden = self.session.golden.load(self.benchmark.name)
+        results = gate_record(
+            self.benchmark.name, record, [spec.name for spec in gated], golden, group_of=group_by
+        )
         record.params["gates"] = {result.metric: result.to_dict() for result in results}
         self.session.records.append(record)
         if self.options.update_golden:
-            self._update(record, gated, gated_names)
+            self._update(record, gated, [result.metric for result in results])
         else:
             self._fail_on(record, results, gated)
         return record
@@ -147,17 +135,8 @@ class Bench:
     def _update(
         self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]
     ) -> None:
-        tolerances = {spec.name: spec.tolerance for spec in gated}
-        exact = getattr(self.engine, "deterministic", False)
         store = self.session.golden
-
-        def tolerance(metric: str, old: GoldenEntry | None) -> float:
-            if self.options.golden_tolerance is not None:
-                return self.options.golden_tolerance
-            if old is not None:
-                return old.tolerance
-            return 0.0 if exact else tolerances.get(metric.split("[", 1)[0], 0.0)
-
+        tolerance = self._tolerance_rule(gated, override=self.options.golden_tolerance)
         store.update(
             self.benchmark.name,
             entries_from_record(
@@ -184,15 +163,13 @@ class Bench:
         self, record: BenchmarkRecord, missing: Sequence[str], gated: Sequence[MetricSpec]
     ) -> str:
         """Write the obtained entries beside the golden file and say how to accept them."""
-        tolerances = {spec.name: spec.tolerance for spec in gated}
-        exact = getattr(self.engine, "deterministic", False)
         store = self.session.golden
         obtained = store.write_obtained(
             self.benchmark.name,
             entries_from_record(
                 record,
                 missing,
-                tolerance=lambda metric, _old: 0.0 if exact else tolerances.get(metric, 0.0),
+                tolerance=self._tolerance_rule(gated),
                 existing=store.load(self.benchmark.name),
                 commit=git_label(self.request.config.rootpath),
             ),
@@ -207,6 +184,15 @@ class Bench:
             f"The measured values were written to {obtained}; accept them with\n"
             f"    {accept}\n"
             f"or measure again and write the goldens with\n    {rerun}"
+        )
+
+    def _tolerance_rule(
+        self, gated: Sequence[MetricSpec], *, override: float | None = None
+    ) -> Callable[[str, GoldenEntry | None], float]:
+        return tolerance_rule(
+            {spec.name: spec.tolerance for spec in gated},
+            exact=getattr(self.engine, "deterministic", False),
+            override=override,
         )
 
     def _require_recordings(self, samples: Sequence[Sample]) -> None:

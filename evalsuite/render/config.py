@@ -1,4 +1,4 @@
-"""How a page is rendered: font, size, colours, page geometry, and the seed study's presets.
+"""How a page is rendered: font, size, colors, page geometry, and the seed study's presets.
 
 Units: ``size`` is in typographic points and becomes pixels through ``dpi``
 (``size_px = size * dpi / 72``); page size and margins are in pixels. The default ``dpi`` of 72
@@ -101,7 +101,7 @@ def _normalise_margins(margins: Any) -> tuple[int, int, int, int]:
 
 @dataclass(frozen=True)
 class ColorScheme:
-    """A text colour drawn on a background colour, each an (R, G, B) triple of 0-255 ints."""
+    """A text color drawn on a background color, each an (R, G, B) triple of 0-255 ints."""
 
     foreground: RGB
     background: RGB
@@ -193,7 +193,7 @@ class RenderConfig:
 
     @property
     def scheme(self) -> ColorScheme:
-        """The colours, resolved from a scheme name where one was given."""
+        """The colors, resolved from a scheme name where one was given."""
         return COLOR_SCHEMES[self.colors] if isinstance(self.colors, str) else self.colors
 
     def replace(self, **changes: Any) -> RenderConfig:

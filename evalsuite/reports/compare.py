@@ -287,7 +287,7 @@ def _drill_items(
             text = document.outputs.get(result.model)
             if text is None:
                 continue
-            gt, pred = align_words(text, document.ground_truth,
+            pred, gt = align_words(text, document.ground_truth,
                                    case_sensitive=options.case_sensitive,
                                    ignore_punctuation=options.ignore_punctuation)
             scores = result.per_document[document.name]

@@ -34,7 +34,8 @@ class Segment:
 def align_words(
     pred: str, gt: str, *, case_sensitive: bool = False, ignore_punctuation: bool = True
 ) -> tuple[list[Segment], list[Segment]]:
-    """(ground-truth segments, prediction segments); each list joins back to its text."""
+    """(prediction segments, ground-truth segments), in the order of the arguments; each list
+    joins back to its text."""
     require_str(pred, "pred")
     require_str(gt, "gt")
     options = {"case_sensitive": case_sensitive, "ignore_punctuation": ignore_punctuation}
@@ -63,7 +64,7 @@ def align_words(
             match = ids.get((word, seen[word]), UNMATCHED)
             seen[word] += 1
         pred_segments.append(Segment(text, match))
-    return gt_segments, pred_segments
+    return pred_segments, gt_segments
 
 
 def _word_pieces(text: str, options: dict[str, bool]) -> list[tuple[str, str | None]]:
