@@ -12,7 +12,7 @@ BENCHMARK = finewiki.BENCHMARK
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_finewiki(bench, condition):
     bench.evaluate(
-        finewiki.samples(bench.data, bench.mode, condition),
+        finewiki.samples(bench.data, bench.condition_mode(condition), condition),
         finewiki.score,
         finewiki.METRICS,
         parameter=f"mode={bench.mode},condition={condition}",

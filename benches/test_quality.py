@@ -13,7 +13,7 @@ BENCHMARK = quality.BENCHMARK
 def test_quality(bench, condition):
     samples = quality.samples(
         bench.data,
-        bench.mode,
+        bench.condition_mode(condition),
         condition,
         num_articles=bench.options.num_articles,
         questions_per_article=bench.options.questions_per_article,

@@ -25,7 +25,7 @@ def test_render_ocr(bench, config_name):
 @pytest.mark.parametrize("config_name", study.QA_CONFIGS)
 def test_render_context_qa(bench, config_name, condition):
     bench.evaluate(
-        study.qa_samples(bench.data, bench.mode, config_name, condition),
+        study.qa_samples(bench.data, bench.condition_mode(condition), config_name, condition),
         study.score_qa,
         study.QA_METRICS,
         parameter=f"mode={bench.mode},config={config_name},condition={condition}",

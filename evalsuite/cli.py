@@ -21,7 +21,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evalsuite", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="evalsuite",
+        description="evalsuite's commands: one page, reports, goldens, data and model serving. "
+        "The benchmarks themselves run under pytest (pytest benches).",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)

@@ -11,14 +11,10 @@ metrics are those of :mod:`evalsuite.metrics.markdown`.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -31,6 +27,7 @@ from evalsuite.metrics.markdown import (
     Safeguards,
     evaluate_dirs,
 )
+from evalsuite.records.atomic import atomic_write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         result = {"success": False, "error": str(error) or type(error).__name__}
     elapsed = time.perf_counter() - start
     try:
-        write_json_atomic(args.output_json, result)
+        atomic_write_json(args.output_json, result)
     except OSError as error:
         print(f"error: cannot write {args.output_json}: {error}", file=sys.stderr)
         return 1
@@ -118,32 +115,6 @@ def summary_line(result: dict[str, Any], seconds: float, output: str) -> str:
         + (f" | {', '.join(extras)}" if extras else "")
         + f" -> {output}"
     )
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write ``data`` as indented JSON through a temporary file in the same folder + os.replace."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    descriptor, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-    )
-    try:
-        os.fchmod(descriptor, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from others
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def main(argv: Sequence[str] | None = None) -> int:

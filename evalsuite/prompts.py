@@ -1,7 +1,8 @@
 """The prompts the benchmarks send, in DeepSeek-OCR's conventions, and the text condition's image.
 
 DeepSeek-OCR always takes an image; the studies' "text" condition passes the context in the
-prompt with a blank 32 x 32 white image, as galah92/deepseek-ocr-eval did.
+prompt with a blank 32 x 32 white image, as galah92/deepseek-ocr-eval did, processed in
+:data:`TEXT_CONDITION_MODE` whatever the mode of the vision condition.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from PIL import Image
 FREE_OCR = "<image>\nFree OCR."
 MARKDOWN = "<image>\n<|grounding|>Convert the document to markdown."
 BLANK_IMAGE_SIZE = 32
+TEXT_CONDITION_MODE = "tiny"
+"""DeepSeek-OCR's mode for the text condition's blank image: the study ran it at base_size =
+image_size = 512 without crops (``run_text_condition`` in galah92/deepseek-ocr-eval), which is
+the tiny mode, while its vision condition ran in the experiment's mode."""
 
 
 @cache

@@ -22,8 +22,12 @@ needs_tesseract = pytest.mark.skipif(
 )
 
 
-def run_pytest(*args: str, data: bool = False) -> subprocess.CompletedProcess[str]:
+def run_pytest(
+    *args: str, data: bool = False, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if path is not None:
+        env["PATH"] = path
     env.pop("PYTEST_XDIST_WORKER", None)
     if not data:
         env.pop("EVALSUITE_DATA", None)
@@ -38,8 +42,11 @@ def run_pytest(*args: str, data: bool = False) -> subprocess.CompletedProcess[st
 
 
 def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path):
-    # no vLLM here: `vllm serve` cannot start, so every GPU test errors and the run fails
-    done = run_pytest("benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path))
+    # no vLLM on PATH (also on a GPU machine that has one): `vllm serve` cannot start, so every
+    # GPU test errors and the run fails
+    done = run_pytest(
+        "benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path), path="/usr/bin:/bin"
+    )
     assert done.returncode == 1, done.stdout[-3000:]
     assert "cannot start the model server `vllm serve" in done.stdout
     last = done.stdout.strip().splitlines()[-1]

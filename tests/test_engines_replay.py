@@ -15,7 +15,7 @@ from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.engines.recording import RecordingEngine
 from evalsuite.engines.replay import ReplayEngine, recordings_paths
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
-from evalsuite.prompts import FREE_OCR
+from evalsuite.prompts import FREE_OCR, TEXT_CONDITION_MODE
 from evalsuite.tokens import VisionTokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
@@ -77,14 +77,18 @@ def test_context_qa_found_by_question_inside_the_prompt(study_sample):
     vision = study_sample.infer(
         request(prompt=prompt, render_config="font_serif", condition="vision", **key)
     )
+    # the study recorded its text condition under the experiment's mode (small), but sent the
+    # blank image in tiny mode: that is the mode it is replayed for
     text = study_sample.infer(
-        request(prompt=prompt, render_config="font_serif", condition="text", **key)
+        request("tiny", prompt, render_config="font_serif", condition="text", **key)
     )
     default = study_sample.infer(
         request(prompt=prompt, render_config=None, condition="vision", **key)
     )
     assert (vision.text, text.text, default.text) == ("HR", "The HR team", "Human Resources")
     assert text.vision_tokens is None and vision.vision_tokens == 100
+    small = request("small", prompt, render_config="font_serif", condition="text", **key)
+    assert "mode='small'" in missing(study_sample, small)
 
 
 def test_missing_key_names_key_and_file(study_sample):
@@ -303,7 +307,8 @@ def test_real_recordings_every_line_is_served(real_recordings):
             for name in ("experiment", "document", "render_config", "condition", "question_id")
         }
         prompt = "<image>\nFree OCR." if line["prompt"] is None else qa_prompt(line["prompt"])
-        result = engine.infer(request(line["mode"], prompt, **key))
+        mode = TEXT_CONDITION_MODE if line["condition"] == "text" else line["mode"]
+        result = engine.infer(request(mode, prompt, **key))
         assert result.text == line["output"]
         assert result.vision_tokens == line["vision_tokens"]
         assert result.output_tokens == line["output_tokens"]
@@ -317,6 +322,7 @@ def test_real_recordings_known_values(real_recordings):
     assert (invoice.vision_tokens, invoice.output_tokens, invoice.latency_s) == (64, 192, 7.885)
     answer = engine.infer(
         request(
+            TEXT_CONDITION_MODE,
             prompt=qa_prompt("What is John's employee ID?"),
             experiment="context_qa",
             document="employee_record",

@@ -16,7 +16,10 @@ Lookup of a request (its :meth:`~evalsuite.engines.base.InferenceRequest.replay_
    prompt must be null or contained in the request's prompt (the study kept the question, not
    its prompt template); the longest contained prompt wins. The study recorded neither sample
    ids nor images, so those are not compared; its keys name the document and question, so a
-   line is never served for another page or question.
+   line is never served for another page or question. A study line of the text condition is
+   keyed by the mode its blank image was processed in
+   (:data:`evalsuite.prompts.TEXT_CONDITION_MODE`), not by the experiment's mode that its
+   ``mode`` field records.
 3. Otherwise :class:`~evalsuite.errors.MissingRecordingError` names the key and the files.
 
 Files are read in order and lines in order; a later line with the same key replaces an earlier
@@ -48,6 +51,7 @@ from evalsuite.engines.recording import (
     decode_result,
 )
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
+from evalsuite.prompts import TEXT_CONDITION_MODE
 from evalsuite.textformat import shorten
 from evalsuite.tokens import MODES
 
@@ -56,6 +60,7 @@ DATA_ENV = "EVALSUITE_DATA"
 STUDY_RECORDINGS = Path("deepseek_ocr_recordings") / "recordings.jsonl"
 """The recorded DeepSeek-OCR study, relative to ``$EVALSUITE_DATA``."""
 STUDY_IDENTITY = tuple(name for name in STUDY_KEY_FIELDS if name != "prompt")
+TEXT_CONDITION = "text"
 
 Identity = tuple[tuple[str, Any], ...]
 RecordingsOption = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
@@ -129,6 +134,8 @@ def load_recordings(paths: Sequence[Path]) -> RecordingIndex:
             if "sample_id" in record:
                 index.exact[identity_of(key)] = recording
             else:
+                if key.get("condition") == TEXT_CONDITION:
+                    key["mode"] = TEXT_CONDITION_MODE
                 study = identity_of(key, STUDY_IDENTITY)
                 index.study.setdefault(study, {})[prompt] = recording
     return index

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evalsuite.benchmarks import Benchmark, DataSource
+from evalsuite.benchmarks.scoring import TEXT
 from evalsuite.engines.base import Engine
 from evalsuite.errors import EngineUnavailableError, EvalsuiteError, MissingRecordingError
 from evalsuite.golden import (
@@ -25,6 +26,7 @@ from evalsuite.golden import (
 from evalsuite.plugin.hints import evalsuite_command, rerun_command
 from evalsuite.plugin.options import SuiteOptions
 from evalsuite.plugin.session import BenchSession, bench_session
+from evalsuite.prompts import TEXT_CONDITION_MODE
 from evalsuite.records.metadata import git_label
 from evalsuite.records.model import BenchmarkRecord, SampleRecord
 from evalsuite.runner import (
@@ -61,6 +63,17 @@ class Bench:
     @property
     def engine(self) -> Engine:
         return self.session.engine(self.engine_name)
+
+    def condition_mode(self, condition: str) -> str:
+        """The mode of a context-QA condition's requests: the text condition's blank image goes
+        in :data:`~evalsuite.prompts.TEXT_CONDITION_MODE`, as the study sent it, where the
+        engine has that mode (DeepSeek-OCR, replay); otherwise, and for the vision condition,
+        the test's mode."""
+        if condition == TEXT and TEXT_CONDITION_MODE in getattr(
+            self.engine, "supported_modes", ()
+        ):
+            return TEXT_CONDITION_MODE
+        return self.mode
 
     @cached_property
     def data(self) -> Any:

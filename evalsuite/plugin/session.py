@@ -15,6 +15,7 @@ import pytest
 from evalsuite.benchmarks import DataSource
 from evalsuite.engines import create_engine
 from evalsuite.engines.base import Engine
+from evalsuite.engines.replay import STUDY_RECORDINGS
 from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 from evalsuite.golden import GoldenStore
 from evalsuite.plugin.options import SuiteOptions, parse_options
@@ -29,7 +30,6 @@ RUN_ID_KEY = pytest.StashKey[str]()
 WORKER_RUN_ID = "evalsuite_run_id"
 WORKER_SERVER = "evalsuite_server"
 DEEPSEEK_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
-STUDY_RECORDINGS = Path("deepseek_ocr_recordings") / "recordings.jsonl"
 
 
 @dataclass

@@ -1,0 +1,38 @@
+"""README's benchmark table is the registry's (evalsuite.devtools.docs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalsuite.benchmarks import all_benchmarks, load_declarations
+from evalsuite.devtools import docs
+
+
+def test_readme_table_is_in_sync_with_the_registry(capsys):
+    assert docs.main(["--check"]) == 0, capsys.readouterr().out
+
+
+def test_table_lists_every_registered_benchmark_once_in_dashboard_order():
+    load_declarations()
+    benchmarks = all_benchmarks()
+    rows = docs.benchmark_table(benchmarks).splitlines()[2:]
+    markers = [row.split("|")[1].strip().strip("`") for row in rows]
+    expected = [b.name for b in sorted(benchmarks, key=lambda b: (b.order, b.name))]
+    assert markers == expected and len(set(markers)) == len(markers)
+
+
+def test_a_stale_readme_is_reported_and_then_rewritten(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{docs.BEGIN}\n| old |\n{docs.END}\nrest\n", encoding="utf-8")
+    assert docs.main(["--check", "--readme", str(readme)]) == 1
+    assert "| old |" in readme.read_text(encoding="utf-8")
+    assert docs.main(["--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert "| old |" not in text and "| `fox` |" in text
+    assert text.startswith("intro\n") and text.endswith(f"{docs.END}\nrest\n")
+    assert docs.main(["--check", "--readme", str(readme)]) == 0
+
+
+def test_a_readme_without_the_block_is_an_error():
+    with pytest.raises(ValueError, match="benchmarks"):
+        docs.with_table("no markers here", "| table |")
