@@ -179,6 +179,33 @@ def test_update_golden_writes_only_what_ran(tmp_path):
 
 
 @needs_tesseract
+def test_a_missing_golden_fails_writes_the_obtained_file_and_accepting_it_passes(tmp_path):
+    golden = tmp_path / "golden"
+    shutil.copytree(REPO / "golden", golden)
+    fox = json.loads((golden / "fox.json").read_text())
+    fox["entries"] = [e for e in fox["entries"] if e["engine"] != "tesseract"]
+    (golden / "fox.json").write_text(json.dumps(fox))
+    args = ["benches/test_fox.py::test_fox_pages", "--engine", "tesseract",
+            "--golden-dir", str(golden), "--report-dir", str(tmp_path / "reports")]
+    first = run_pytest(*args)
+    assert first.returncode == 1, first.stdout[-3000:]
+    obtained = golden / "fox.obtained.json"
+    assert f"The measured values were written to {obtained}" in first.stdout
+    assert "golden accept fox --golden-dir" in first.stdout
+    entries = json.loads(obtained.read_text())["entries"]
+    assert {e["engine"] for e in entries} == {"tesseract"} and entries
+    assert json.loads((golden / "fox.json").read_text()) == fox  # untouched until accepted
+    accept = subprocess.run(
+        [sys.executable, "-m", "evalsuite", "golden", "accept", "fox", "--golden-dir", str(golden)],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )
+    assert accept.returncode == 0, accept.stdout + accept.stderr
+    assert not obtained.exists()
+    second = run_pytest(*args)
+    assert second.returncode == 0, second.stdout[-3000:]
+
+
+@needs_tesseract
 def test_served_engine_through_a_started_server_scores_like_the_engine_in_process(tmp_path):
     golden = tmp_path / "golden"
     benches = ["benches/test_fox.py", "benches/test_finix.py", "benches/test_surya_recognition.py"]

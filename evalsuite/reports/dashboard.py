@@ -343,7 +343,7 @@ def _drill_items(
         shown.sort(key=lambda s: _badness(s, headline, direction))
         group = f"{record.engine} · {record.data} · {record.parameter}"
         for sample in shown[:max_samples]:
-            gt, pred = align_words(sample.prediction or "", sample.reference or "")
+            pred, gt = align_words(sample.prediction or "", sample.reference or "")
             note = " — failed" if sample.error else _score_note(sample, headline)
             label = sample.sample_id + note
             items.append(DrillItem(label, group, gt, pred, sample.scores, sample.error))
