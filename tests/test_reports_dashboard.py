@@ -20,7 +20,7 @@ from reports_builder import (
 
 from evalsuite.records.history import read_history
 from evalsuite.reports import dashboard
-from evalsuite.reports.svg import nice_ticks, tick_label
+from evalsuite.reports.geometry import nice_ticks, tick_label
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

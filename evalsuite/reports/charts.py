@@ -49,9 +49,9 @@ PALETTE = (
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
     "#b07aa1", "#edc948", "#9c755f", "#ff9da7", "#bab0ac",
 )
-"""Series colours (Tableau 10), shared by the SVG and PNG renderers; series i gets i mod 10."""
-REGRESSED_COLOUR = "#c62828"
-IMPROVED_COLOUR = "#2e7d32"
+"""Series colors (Tableau 10), shared by the SVG and PNG renderers; series i gets i mod 10."""
+REGRESSED_COLOR = "#c62828"
+IMPROVED_COLOR = "#2e7d32"
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,11 @@ class ChartSeries:
     label: str
     points: tuple[ChartPoint, ...]
     reference: float | None = None
-    colour: str = ""
+    color: str = ""
 
-    def colour_at(self, index: int) -> str:
-        """Its own colour, else the palette's ``index``-th."""
-        return self.colour or PALETTE[index % len(PALETTE)]
+    def color_at(self, index: int) -> str:
+        """Its own color, else the palette's ``index``-th."""
+        return self.color or PALETTE[index % len(PALETTE)]
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,9 @@ def slug(*parts: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-") or "chart"
 
 
-def series_colours(labels: Sequence[str]) -> dict[str, str]:
-    """A palette colour per distinct label, in sorted order: one engine x data x parameter
-    (:func:`evalsuite.reports.series.series_label`) keeps its colour across all charts of a
+def series_colors(labels: Sequence[str]) -> dict[str, str]:
+    """A palette color per distinct label, in sorted order: one engine x data x parameter
+    (:func:`evalsuite.reports.series.series_label`) keeps its color across all charts of a
     benchmark."""
     distinct = sorted(set(labels))
     return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(distinct)}
@@ -117,7 +117,7 @@ def trend_charts(
     series: Mapping[SeriesKey, Sequence[Point]],
     golden: GoldenIndex,
     metrics: Sequence[str] | None = None,
-    colours: Mapping[str, str] | None = None,
+    colors: Mapping[str, str] | None = None,
 ) -> list[Chart]:
     """One line chart per metric of ``benchmark`` (in ``metrics`` order when given, else sorted);
     x = the run's position among the runs that had the benchmark."""
@@ -151,9 +151,9 @@ def trend_charts(
                 points.append(ChartPoint(position[step.point.run_id], summary.value,
                                          summary.ci_low, summary.ci_high, label, flag))
             entry = golden.get(key.golden_key)
-            colour = (colours or {}).get(key.label, "")
+            color = (colors or {}).get(key.label, "")
             reference = entry.value if entry else None
-            lines.append(ChartSeries(name, tuple(points), reference, colour))
+            lines.append(ChartSeries(name, tuple(points), reference, color))
         last = series[next(k for k in keys if k.metric == metric)][-1].summary
         charts.append(Chart(
             "line", slug(benchmark, "trend", metric), metric, "run", metric, tuple(lines),
@@ -181,20 +181,20 @@ def split_grouped(metric: str) -> tuple[str, str | None]:
 def compression_curve(
     benchmark: str,
     records: Sequence[BenchmarkRecord],
-    colours: Mapping[str, str] | None = None,
+    colors: Mapping[str, str] | None = None,
 ) -> Chart | None:
     """Edit precision against compression ratio, one curve per engine x data x mode, from the
     pages; else (history only) from the aggregates, one point per record. None without both."""
     several_data = len({record.data for record in records}) > 1
     pages: dict[str, dict[float, list[tuple[float, str]]]] = {}
-    colour_of: dict[str, str] = {}
+    color_of: dict[str, str] = {}
     for record in records:
         mode = record.params.get("mode") or parse_parameter(record.parameter).get("mode", "")
         label = f"{record.engine} mode={mode}" if mode else record.engine
         if several_data:
             label += f" · {record.data}"
-        if not colour_of.get(label):  # the colour of the series whose parameter is the mode
-            colour_of[label] = (colours or {}).get(
+        if not color_of.get(label):  # the color of the series whose parameter is the mode
+            color_of[label] = (colors or {}).get(
                 series_label(record.engine, record.data, f"mode={mode}" if mode else ""), ""
             )
         for sample in record.samples:
@@ -227,7 +227,7 @@ def compression_curve(
         return None
     lines = tuple(
         ChartSeries(label, tuple(sorted(points, key=lambda p: p.x)),
-                    colour=colour_of.get(label, ""))
+                    color=color_of.get(label, ""))
         for label, points in sorted(by_mode.items())
     )
     return Chart(
@@ -282,7 +282,7 @@ def text_vision_bars(benchmark: str, records: Sequence[BenchmarkRecord]) -> list
 def group_bars(
     benchmark: str,
     records: Sequence[BenchmarkRecord],
-    colours: Mapping[str, str] | None = None,
+    colors: Mapping[str, str] | None = None,
 ) -> list[Chart]:
     """One bar chart per metric aggregated per group (``metric[group]``): groups along x, a bar
     per engine x data x parameter. A metric that is zero everywhere (say, no empty output anywhere)
@@ -307,8 +307,8 @@ def group_bars(
                                              summary.ci_high, f"{group}: n={summary.n}"))
             if points:
                 full = series_label(record.engine, record.data, record.parameter)
-                colour = (colours or {}).get(full, "")
-                bars.append(ChartSeries(name, tuple(points), colour=colour))
+                color = (colors or {}).get(full, "")
+                bars.append(ChartSeries(name, tuple(points), color=color))
         if _all_zero(bars):
             continue
         direction = next(

@@ -27,7 +27,7 @@ from evalsuite.reports.charts import (
     Chart,
     compression_curve,
     group_bars,
-    series_colours,
+    series_colors,
     slug,
     split_grouped,
     text_vision_bars,
@@ -227,10 +227,10 @@ def _benchmark_section(
     runs = [e for e in entries if any(r.benchmark == benchmark for r in e.records)]
     own = {key: points for key, points in series.items() if key.benchmark == benchmark}
     metrics = _metric_order(records, own)
-    colours = series_colours([key.label for key in own])
-    trends = trend_charts(benchmark, own, golden, metrics, colours)
-    curve = compression_curve(benchmark, records, colours)
-    bars = [*text_vision_bars(benchmark, records), *group_bars(benchmark, records, colours)]
+    colors = series_colors([key.label for key in own])
+    trends = trend_charts(benchmark, own, golden, metrics, colors)
+    curve = compression_curve(benchmark, records, colors)
+    bars = [*text_vision_bars(benchmark, records), *group_bars(benchmark, records, colors)]
     parts = [
         f'<section class="bench" id="bench-{slug(benchmark)}">'
         f'<h2>{escape(benchmark)}<span class="pill">{len(runs)} runs</span></h2>',

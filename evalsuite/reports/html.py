@@ -82,9 +82,9 @@ def json_script(element_id: str, data: Any) -> str:
 
 
 def legend(series: Sequence[ChartSeries], extras: str = "") -> str:
-    """Colour keys of the series, then ``extras`` (markup of more keys)."""
+    """Color keys of the series, then ``extras`` (markup of more keys)."""
     items = "".join(
-        f'<span class="key"><i style="background:{s.colour_at(i)}"></i>{escape(s.label)}</span>'
+        f'<span class="key"><i style="background:{s.color_at(i)}"></i>{escape(s.label)}</span>'
         for i, s in enumerate(series)
     )
     return f'<div class="legend">{items}{extras}</div>'

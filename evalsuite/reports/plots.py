@@ -1,103 +1,144 @@
-"""PNG versions of the dashboard's charts (matplotlib, Agg backend), for CI artifacts."""
+"""PNG versions of the dashboard's charts, for CI artifacts: the shapes of
+:func:`evalsuite.reports.geometry.layout` (with the title and legend) rasterized with Pillow,
+drawn at :data:`SCALE` times the size and reduced, for smooth edges."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from evalsuite.reports.charts import (
-    IMPROVED_COLOUR,
-    REGRESSED_COLOUR,
-    Chart,
-    ChartSeries,
-    thin_ticks,
+from PIL import Image, ImageColor, ImageDraw
+
+from evalsuite.render.fonts import load_font
+from evalsuite.reports.charts import Chart
+from evalsuite.reports.geometry import (
+    BACKGROUND,
+    WHITE,
+    Circle,
+    Line,
+    Polygon,
+    Polyline,
+    Rect,
+    Shape,
+    Text,
+    layout,
+    style_of,
 )
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
-DPI = 110
-LEGEND_COLUMNS = 3
+SCALE = 4  # supersampling factor
+OUTPUT_SCALE = 2  # the PNG is twice the SVG's size, for sharp text
+_ANCHORS = {"start": "ls", "middle": "ms", "end": "rs"}
 
 
 def write_pngs(charts: Sequence[Chart], folder: str | Path) -> list[Path]:
     """One ``<chart_id>.png`` per chart in ``folder`` (created when missing); PNGs of charts that
     are gone are removed, so the folder shows the current dashboard only. Returns the paths."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    from matplotlib import pyplot as plt
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in charts:
-        legend_rows = -(-len(chart.series) // LEGEND_COLUMNS)
-        size = (6.4, 3.4 + 0.2 * legend_rows)
-        figure, axes = plt.subplots(figsize=size, dpi=DPI, layout="constrained")
-        try:
-            _draw(axes, chart)
-            path = folder / f"{chart.chart_id}.png"
-            figure.savefig(path)
-            written.append(path)
-        finally:
-            plt.close(figure)
+        path = folder / f"{chart.chart_id}.png"
+        render_png(chart).save(path, optimize=True)
+        written.append(path)
     for stale in set(folder.glob("*.png")) - set(written):
         stale.unlink()
     return written
 
 
-def _draw(axes: Axes, chart: Chart) -> None:
-    if chart.kind == "bars":
-        _draw_bars(axes, chart)
+def render_png(chart: Chart) -> Image.Image:
+    """The chart with its title and legend as an RGB image."""
+    drawing = layout(chart, caption=True)
+    size = (math.ceil(drawing.width * SCALE), math.ceil(drawing.height * SCALE))
+    canvas = Image.new("RGBA", size, BACKGROUND)
+    for group in drawing.groups:
+        for shape in group.shapes:
+            _draw(canvas, shape)
+    final = (math.ceil(drawing.width * OUTPUT_SCALE), math.ceil(drawing.height * OUTPUT_SCALE))
+    return canvas.convert("RGB").resize(final, Image.Resampling.LANCZOS)
+
+
+def _rgba(color: str, opacity: float) -> tuple[int, int, int, int]:
+    red, green, blue = ImageColor.getrgb(color)[:3]
+    return red, green, blue, round(255 * opacity)
+
+
+def _scaled(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(x * SCALE, y * SCALE) for x, y in points]
+
+
+def _draw(canvas: Image.Image, shape: Shape) -> None:
+    """Draw ``shape`` on ``canvas``; translucent shapes go through a layer of their own."""
+    style = style_of(shape.role)
+    opaque = style.opacity >= 1
+    layer = canvas if opaque else Image.new("RGBA", canvas.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(layer)
+    color = style.color or getattr(shape, "color", "") or "#000000"
+    ink = _rgba(color, 1.0)
+    width = max(1, round(style.stroke_width * SCALE))
+    if isinstance(shape, Line):
+        _line(draw, [(shape.x1, shape.y1), (shape.x2, shape.y2)], ink, width, style.dash)
+    elif isinstance(shape, Polyline):
+        draw.line(_scaled(shape.points), fill=ink, width=width, joint="curve")
+    elif isinstance(shape, Polygon):
+        draw.polygon(_scaled(shape.points), fill=ink)
+    elif isinstance(shape, Circle):
+        box = [(shape.cx - shape.r) * SCALE, (shape.cy - shape.r) * SCALE,
+               (shape.cx + shape.r) * SCALE, (shape.cy + shape.r) * SCALE]
+        if shape.filled:
+            draw.ellipse(box, fill=ink, outline=_rgba(WHITE, 1.0), width=width)
+        else:
+            draw.ellipse(box, outline=ink, width=width)
+    elif isinstance(shape, Rect):
+        draw.rectangle([shape.x * SCALE, shape.y * SCALE, (shape.x + shape.width) * SCALE,
+                        (shape.y + shape.height) * SCALE], fill=ink)
     else:
-        for index, series in enumerate(chart.series):
-            _draw_line(axes, series, series.colour_at(index), bands=chart.kind == "line")
-        if chart.kind == "line" and chart.x_ticks:
-            positions, labels = zip(*thin_ticks(chart.x_ticks), strict=True)
-            axes.set_xticks(positions, labels)
-    axes.set_title(f"{chart.title}" + (f"  ({chart.note})" if chart.note else ""), fontsize=10)
-    axes.set_xlabel(chart.x_label, fontsize=9)
-    axes.set_ylabel(chart.y_label, fontsize=9)
-    axes.grid(True, color="#e5e7eb", linewidth=0.8)
-    axes.set_axisbelow(True)
-    for side in ("top", "right"):
-        axes.spines[side].set_visible(False)
-    if chart.series:
-        axes.figure.legend(fontsize=7, frameon=False, loc="outside lower center",
-                           ncols=min(LEGEND_COLUMNS, len(chart.series)))
+        _text(layer, shape, ink)
+    if not opaque:
+        layer.putalpha(layer.getchannel("A").point(lambda a: round(a * style.opacity)))
+        canvas.alpha_composite(layer)
 
 
-def _draw_line(axes: Axes, series: ChartSeries, colour: str, *, bands: bool) -> None:
-    xs = [p.x for p in series.points]
-    ys = [p.y for p in series.points]
-    axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.6, color=colour, label=series.label)
-    spans = [p for p in series.points if p.low is not None and p.high is not None]
-    if bands and len(spans) > 1:
-        axes.fill_between([p.x for p in spans], [p.low for p in spans], [p.high for p in spans],
-                          color=colour, alpha=0.12, linewidth=0)
-    if series.reference is not None:
-        axes.axhline(series.reference, color=colour, linestyle="--", linewidth=1, alpha=0.8)
-    for point in series.points:
-        if point.flag:
-            ring = REGRESSED_COLOUR if point.flag == "regressed" else IMPROVED_COLOUR
-            axes.scatter([point.x], [point.y], s=90, facecolors="none", edgecolors=ring,
-                         linewidths=1.5, zorder=3)
+def _line(
+    draw: ImageDraw.ImageDraw,
+    points: list[tuple[float, float]],
+    ink: tuple[int, int, int, int],
+    width: int,
+    dash: tuple[float, ...],
+) -> None:
+    (x1, y1), (x2, y2) = _scaled(points)
+    if not dash:
+        draw.line([(x1, y1), (x2, y2)], fill=ink, width=width)
+        return
+    length = math.hypot(x2 - x1, y2 - y1) or 1.0
+    position, index = 0.0, 0
+    while position < length:
+        step = dash[index % len(dash)] * SCALE
+        if index % 2 == 0:
+            end = min(position + step, length)
+            draw.line([(x1 + (x2 - x1) * position / length, y1 + (y2 - y1) * position / length),
+                       (x1 + (x2 - x1) * end / length, y1 + (y2 - y1) * end / length)],
+                      fill=ink, width=width)
+        position += step
+        index += 1
 
 
-def _draw_bars(axes: Axes, chart: Chart) -> None:
-    count = max(1, len(chart.series))
-    width = 0.72 / count
-    for index, series in enumerate(chart.series):
-        xs = [p.x - 0.36 + (index + 0.5) * width for p in series.points]
-        errors = [
-            # clamped: a point's interval need not contain the plotted value (rounding, or an
-            # interval of another aggregate), and matplotlib rejects negative error bars
-            [max(0.0, p.y - p.low) if p.low is not None else 0 for p in series.points],
-            [max(0.0, p.high - p.y) if p.high is not None else 0 for p in series.points],
-        ]
-        axes.bar(xs, [p.y for p in series.points], width=width * 0.92,
-                 color=series.colour_at(index), label=series.label,
-                 yerr=errors, error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#374151"})
-    axes.set_xticks(range(len(chart.groups)), chart.groups, rotation=30, ha="right", fontsize=8)
+def _text(layer: Image.Image, shape: Text, ink: tuple[int, int, int, int]) -> None:
+    font = load_font("sans", round(style_of(shape.role).font_size * SCALE))
+    anchor = _ANCHORS[shape.anchor]
+    if not shape.rotate:
+        ImageDraw.Draw(layer).text((shape.x * SCALE, shape.y * SCALE), shape.text, font=font,
+                                   fill=ink, anchor=anchor)
+        return
+    left, top, right, bottom = font.getbbox(shape.text, anchor=anchor)
+    label = Image.new("RGBA", (right - left, bottom - top), (0, 0, 0, 0))
+    ImageDraw.Draw(label).text((-left, -top), shape.text, font=font, fill=ink, anchor=anchor)
+    turned = label.rotate(shape.rotate, expand=True)
+    # the anchor point (0, 0) of the text, after the turn, sits at (x, y)
+    angle = math.radians(shape.rotate)
+    ax, ay = -left - label.width / 2, -top - label.height / 2
+    cos, sin = math.cos(angle), math.sin(angle)
+    rx, ry = ax * cos + ay * sin, -ax * sin + ay * cos
+    corner = (round(shape.x * SCALE - rx - turned.width / 2),
+              round(shape.y * SCALE - ry - turned.height / 2))
+    layer.alpha_composite(turned, dest=(max(0, corner[0]), max(0, corner[1])))

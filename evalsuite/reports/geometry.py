@@ -1,0 +1,369 @@
+"""One geometry for every chart: a :class:`~evalsuite.reports.charts.Chart` laid out as shapes in
+pixels (:func:`layout`), which :mod:`svg` writes as markup for the dashboard and :mod:`plots`
+rasterizes to PNG. Scales, ticks, bars, bands, markers, colors and line styles are decided here
+once; the renderers know shapes, not chart kinds.
+
+Coordinates are SVG's: origin top left, y down, text anchored on its baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from evalsuite.reports.charts import (
+    IMPROVED_COLOR,
+    REGRESSED_COLOR,
+    Chart,
+    ChartPoint,
+    ChartSeries,
+    thin_ticks,
+)
+
+WIDTH, HEIGHT = 480, 280
+LEFT, RIGHT, TOP, BOTTOM = 58, 18, 14, 46
+CHAR_WIDTH = 6.7  # px per tick label character at 10.5 px (DejaVu Sans digits: 0.636 em)
+TIGHT_CHAR_WIDTH = 5.8  # the same at 9 px
+CAPTION_HEIGHT = 24  # the title band above the plot, with a caption
+LEGEND_ROW = 16  # one legend row below the plot, with a caption
+LEGEND_COLUMNS = 3
+DOT_RADIUS = 3.2
+FLAG_RADIUS = 7.0
+BACKGROUND = "#ffffff"
+WHITE = "#ffffff"
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a role is drawn: stroke width, opacity, dash pattern, font size (px), and its own
+    color (else the shape's: the series color)."""
+
+    stroke_width: float = 0.0
+    opacity: float = 1.0
+    dash: tuple[float, ...] = ()
+    font_size: float = 0.0
+    color: str = ""
+
+
+STYLES: dict[str, Style] = {
+    "grid": Style(stroke_width=1, color="#eef0f3"),
+    "axis": Style(stroke_width=1, color="#98a2b3"),
+    "tick": Style(font_size=10.5, color="#667085"),
+    "tick tight": Style(font_size=9, color="#667085"),
+    "axis-label": Style(font_size=11, color="#475467"),
+    "title": Style(font_size=12, color="#1f2430"),
+    "legend": Style(font_size=10, color="#475467"),
+    "swatch": Style(),
+    "line": Style(stroke_width=2),
+    "band": Style(opacity=0.09),
+    "golden": Style(stroke_width=1.4, opacity=0.85, dash=(6, 4)),
+    "dot": Style(stroke_width=1),
+    "flag": Style(stroke_width=2),
+    "bar": Style(opacity=0.92),
+    "whisker": Style(stroke_width=1.2, color="#344054"),
+}
+"""Line and text styles per role (a shape's ``role`` is also its CSS class in the SVG)."""
+
+
+def style_of(role: str) -> Style:
+    """The style of ``role``; ``flag flag-regressed`` takes that of ``flag``."""
+    return STYLES.get(role) or STYLES[role.split()[0]]
+
+
+@dataclass(frozen=True)
+class Line:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    role: str
+    color: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Polyline:
+    points: tuple[tuple[float, float], ...]
+    role: str
+    color: str
+
+
+@dataclass(frozen=True)
+class Polygon:
+    points: tuple[tuple[float, float], ...]
+    role: str
+    color: str
+
+
+@dataclass(frozen=True)
+class Circle:
+    """A filled dot (outlined in white) or, with ``filled`` False, a ring."""
+
+    cx: float
+    cy: float
+    r: float
+    role: str
+    color: str
+    filled: bool = True
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Rect:
+    x: float
+    y: float
+    width: float
+    height: float
+    role: str
+    color: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Text:
+    """Text on its baseline at (x, y); ``rotate`` in degrees, counterclockwise, about (x, y);
+    ``title`` the full text where ``text`` is cut."""
+
+    x: float
+    y: float
+    text: str
+    role: str
+    anchor: Literal["start", "middle", "end"] = "start"
+    rotate: float = 0.0
+    title: str = ""
+
+
+Shape = Line | Polyline | Polygon | Circle | Rect | Text
+
+
+@dataclass(frozen=True)
+class Group:
+    """Shapes drawn together: the axes, one series (``series`` its label), or the caption."""
+
+    role: str
+    shapes: tuple[Shape, ...]
+    series: str | None = None
+
+
+@dataclass(frozen=True)
+class Drawing:
+    width: float
+    height: float
+    groups: tuple[Group, ...]
+
+
+class Frame:
+    """Maps data to pixels inside the plot area, which starts ``top`` pixels down."""
+
+    def __init__(
+        self, x_range: tuple[float, float], y_ticks: Sequence[float], top: float = 0.0
+    ) -> None:
+        self.x0, self.x1 = x_range
+        self.y0, self.y1 = y_ticks[0], y_ticks[-1]
+        self.top = top
+
+    def px(self, x: float) -> float:
+        span = (self.x1 - self.x0) or 1.0
+        return LEFT + (x - self.x0) / span * (WIDTH - LEFT - RIGHT)
+
+    def py(self, y: float) -> float:
+        """Pixel row of ``y``, clamped to the plot area (intervals may reach past the axis)."""
+        span = (self.y1 - self.y0) or 1.0
+        y = min(max(y, self.y0), self.y1)
+        return self.top + HEIGHT - BOTTOM - (y - self.y0) / span * (HEIGHT - TOP - BOTTOM)
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values (steps of 1, 2, 2.5 or 5 x 10^k) covering [low, high]."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"tick range must be finite, got {low}..{high}")
+    if high - low < 1e-12:
+        pad = abs(low) * 0.05 or 0.5
+        low, high = low - pad, high + pad
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
+    start, end = math.floor(low / step + 1e-9) * step, math.ceil(high / step - 1e-9) * step
+    return [start + i * step for i in range(round((end - start) / step) + 1)]
+
+
+def tick_label(value: float, ticks: Sequence[float]) -> str:
+    """``value`` with the fewest decimals that write the tick step exactly (2.5 -> 1)."""
+    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else 1.0
+    decimals = next(d for d in range(10) if abs(step * 10**d - round(step * 10**d)) < 1e-6)
+    return f"{value:.{decimals}f}"
+
+
+def layout(chart: Chart, *, caption: bool = False) -> Drawing:
+    """The chart's shapes. With ``caption`` (a stand-alone image) the title goes above the plot
+    and a legend below it; the dashboard writes both in HTML around the drawing instead."""
+    top = CAPTION_HEIGHT if caption else 0.0
+    y_ticks = nice_ticks(*_y_extent(chart))
+    if chart.kind == "bars":
+        frame = Frame((-0.5, len(chart.groups) - 0.5), y_ticks, top)
+        series = _bars(chart, frame)
+        x_ticks = [(float(i), group) for i, group in enumerate(chart.groups)]
+    elif chart.kind == "curve":
+        xs = [p.x for s in chart.series for p in s.points]
+        x_values = nice_ticks(min(xs), max(xs))
+        frame = Frame((x_values[0], x_values[-1]), y_ticks, top)
+        series = _lines(chart, frame, bands=False)
+        x_ticks = [(x, tick_label(x, x_values)) for x in x_values]
+    else:
+        last = max((t[0] for t in chart.x_ticks), default=0.0)
+        frame = Frame((-0.4, last + 0.4) if last == 0 else (0.0, last), y_ticks, top)
+        series = _lines(chart, frame, bands=True)
+        x_ticks = thin_ticks(chart.x_ticks)
+    groups = [_axes(frame, y_ticks, x_ticks, chart), *series]
+    height = top + HEIGHT
+    if caption:
+        legend, rows = _legend(chart, top + HEIGHT)
+        groups.append(Group("caption", (_title(chart), *legend)))
+        height += rows * LEGEND_ROW + (6 if rows else 0)
+    return Drawing(WIDTH, height, tuple(groups))
+
+
+def _y_extent(chart: Chart) -> tuple[float, float]:
+    """Range of values, intervals and golden lines; intervals stay within [0, 1] when every
+    value does (a t interval of a score in [0, 1] can reach past it)."""
+    centres = [p.y for s in chart.series for p in s.points]
+    centres += [s.reference for s in chart.series if s.reference is not None]
+    spans = [v for s in chart.series for p in s.points for v in (p.low, p.high) if v is not None]
+    if centres and all(0.0 <= v <= 1.0 for v in centres):
+        spans = [min(max(v, 0.0), 1.0) for v in spans]
+    values = [v for v in centres + spans if math.isfinite(v)]
+    if chart.kind == "bars":
+        values.append(0.0)
+    if not values:
+        return 0.0, 1.0
+    return min(values), max(values)
+
+
+def _axes(
+    frame: Frame, y_ticks: Sequence[float], x_ticks: Sequence[tuple[float, str]], chart: Chart
+) -> Group:
+    shapes: list[Shape] = []
+    for y in y_ticks:
+        py = frame.py(y)
+        shapes.append(Line(LEFT, py, WIDTH - RIGHT, py, "grid"))
+        shapes.append(Text(LEFT - 6, py + 3.5, tick_label(y, y_ticks), "tick", "end"))
+    base = frame.top + HEIGHT - BOTTOM
+    shapes.append(Line(LEFT, base, WIDTH - RIGHT, base, "axis"))
+    spacing = (frame.px(x_ticks[1][0]) - frame.px(x_ticks[0][0])) if len(x_ticks) > 1 else 200
+    longest = max((len(label) for _, label in x_ticks), default=0)
+    tight = longest * CHAR_WIDTH > spacing  # crowded: a smaller font, then cut what still overlaps
+    fits = max(3, int(spacing / (TIGHT_CHAR_WIDTH if tight else CHAR_WIDTH)))
+    role = "tick tight" if tight else "tick"
+    for x, label in x_ticks:
+        text = label if len(label) <= fits else label[: fits - 1] + "…"
+        shapes.append(Text(frame.px(x), base + 15, text, role, "middle", title=label))
+    shapes.append(
+        Text((LEFT + WIDTH - RIGHT) / 2, frame.top + HEIGHT - 8, chart.x_label, "axis-label",
+             "middle")
+    )
+    middle = frame.top + (TOP + HEIGHT - BOTTOM) / 2
+    shapes.append(Text(13, middle, chart.y_label, "axis-label", "middle", rotate=90))
+    return Group("axes", tuple(shapes))
+
+
+def _lines(chart: Chart, frame: Frame, *, bands: bool) -> list[Group]:
+    groups = []
+    for index, series in enumerate(chart.series):
+        color = series.color_at(index)
+        shapes: list[Shape] = []
+        if series.reference is not None:
+            py = frame.py(series.reference)
+            title = f"golden {series.label}: {series.reference:.4g}"
+            shapes.append(Line(LEFT, py, WIDTH - RIGHT, py, "golden", color, title))
+        if bands:
+            shapes.extend(_band(series.points, frame, color))
+        if len(series.points) > 1:
+            points = tuple((frame.px(p.x), frame.py(p.y)) for p in series.points)
+            shapes.append(Polyline(points, "line", color))
+        for point in series.points:
+            shapes.extend(_marker(point, series, frame, color))
+        groups.append(Group("series", tuple(shapes), series.label))
+    return groups
+
+
+def _band(points: Sequence[ChartPoint], frame: Frame, color: str) -> list[Shape]:
+    spans = [(p.x, p.low, p.high) for p in points if p.low is not None and p.high is not None]
+    if len(spans) < 2:
+        return []
+    upper = [(frame.px(x), frame.py(high)) for x, _, high in spans]
+    lower = [(frame.px(x), frame.py(low)) for x, low, _ in reversed(spans)]
+    return [Polygon(tuple(upper + lower), "band", color)]
+
+
+def _marker(point: ChartPoint, series: ChartSeries, frame: Frame, color: str) -> list[Shape]:
+    x, y = frame.px(point.x), frame.py(point.y)
+    interval = (
+        f" [{point.low:.4g}, {point.high:.4g}]"
+        if point.low is not None and point.high is not None
+        else ""
+    )
+    flag = f" · {point.flag}" if point.flag else ""
+    title = f"{series.label}: {point.y:.4g}{interval}{flag}\n{point.label}".strip()
+    shapes: list[Shape] = [Circle(x, y, DOT_RADIUS, "dot", color, title=title)]
+    if point.flag:
+        ring = REGRESSED_COLOR if point.flag == "regressed" else IMPROVED_COLOR
+        shapes.append(
+            Circle(x, y, FLAG_RADIUS, f"flag flag-{point.flag}", ring, filled=False, title=title)
+        )
+    return shapes
+
+
+def _bars(chart: Chart, frame: Frame) -> list[Group]:
+    count = max(1, len(chart.series))
+    band = (frame.px(1) - frame.px(0)) * 0.72
+    width = band / count
+    zero = frame.py(max(frame.y0, 0.0))
+    groups = []
+    for index, series in enumerate(chart.series):
+        color = series.color_at(index)
+        shapes: list[Shape] = []
+        for point in series.points:
+            left = frame.px(point.x) - band / 2 + index * width
+            top = frame.py(point.y)
+            title = f"{series.label} · {point.label}: {point.y:.4g}"
+            if point.low is not None and point.high is not None:
+                title += f" [{point.low:.4g}, {point.high:.4g}]"
+            shapes.append(
+                Rect(left + 1, min(top, zero), max(width - 2, 1), abs(zero - top), "bar", color,
+                     title)
+            )
+            if point.low is not None and point.high is not None:
+                centre = left + width / 2
+                shapes.append(
+                    Line(centre, frame.py(point.low), centre, frame.py(point.high), "whisker")
+                )
+        groups.append(Group("series", tuple(shapes), series.label))
+    return groups
+
+
+def _title(chart: Chart) -> Text:
+    note = f"  ({chart.note})" if chart.note else ""
+    return Text(WIDTH / 2, CAPTION_HEIGHT - 8, f"{chart.title}{note}", "title", "middle")
+
+
+def _legend(chart: Chart, top: float) -> tuple[list[Shape], int]:
+    """Color keys of the series below ``top``, in as many columns (at most
+    :data:`LEGEND_COLUMNS`) as keep every label whole; returns the shapes and the row count."""
+    span = WIDTH - LEFT + 40
+    longest = max((len(series.label) for series in chart.series), default=0)
+    columns = next(
+        (n for n in range(LEGEND_COLUMNS, 1, -1) if (span / n - 18) / CHAR_WIDTH >= longest), 1
+    )
+    column_width = span / columns
+    fits = int((column_width - 18) / CHAR_WIDTH)
+    shapes: list[Shape] = []
+    for index, series in enumerate(chart.series):
+        row, column = divmod(index, columns)
+        x = LEFT - 40 + column * column_width
+        y = top + row * LEGEND_ROW + 10
+        label = series.label if len(series.label) <= fits else series.label[: fits - 1] + "…"
+        shapes.append(Rect(x, y - 8, 10, 10, "swatch", series.color_at(index)))
+        shapes.append(Text(x + 14, y + 1, label, "legend", title=series.label))
+    return shapes, -(-len(chart.series) // columns)
