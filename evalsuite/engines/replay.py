@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalsuite.datasets import DATA_ENV
 from evalsuite.engines.base import (
     OCR_MODE,
     EngineBase,
@@ -56,7 +57,6 @@ from evalsuite.textformat import shorten
 from evalsuite.tokens import MODES
 
 RECORDINGS_ENV = "EVALSUITE_RECORDINGS"
-DATA_ENV = "EVALSUITE_DATA"
 STUDY_RECORDINGS = Path("deepseek_ocr_recordings") / "recordings.jsonl"
 """The recorded DeepSeek-OCR study, relative to ``$EVALSUITE_DATA``."""
 STUDY_IDENTITY = tuple(name for name in STUDY_KEY_FIELDS if name != "prompt")

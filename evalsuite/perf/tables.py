@@ -15,6 +15,7 @@ from lxml import html
 
 from evalsuite.metrics.tables import teds
 from evalsuite.perf import PerfCase
+from evalsuite.perf.text import baseline_edit_distance
 
 TABLE_ROWS, TABLE_COLUMNS = 40, 15
 
@@ -36,19 +37,6 @@ class BaselineTableNode:
         self.children: list[BaselineTableNode] = []
 
 
-def baseline_levenshtein(a: list[str], b: list[str]) -> int:
-    """BASELINE: the textbook Levenshtein dynamic programme over two token lists, two rows."""
-    previous = list(range(len(b) + 1))
-    for i, token_a in enumerate(a, 1):
-        current = [i]
-        for j, token_b in enumerate(b, 1):
-            current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (token_a != token_b))
-            )
-        previous = current
-    return previous[-1]
-
-
 class BaselineConfig(Config):
     """BASELINE: PubTabNet's cost model, recomputed on every call."""
 
@@ -61,7 +49,7 @@ class BaselineConfig(Config):
             return 1.0
         if node1.tag == "td" and (node1.content or node2.content):
             longer = max(len(node1.content or ()), len(node2.content or ()))
-            return float(baseline_levenshtein(node1.content or [], node2.content or [])) / longer
+            return float(baseline_edit_distance(node1.content or [], node2.content or [])) / longer
         return 0.0
 
 

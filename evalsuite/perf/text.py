@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable, Sequence
 
 from evalsuite.metrics.text import edit_distance
 from evalsuite.perf import PerfCase
@@ -45,14 +46,15 @@ def ocr_noisy(page: str, seed: int, rate: float = 0.05) -> str:
     return "".join(noisy)[: len(page)].ljust(len(page), ".")
 
 
-def baseline_edit_distance(a: str, b: str) -> int:
-    """BASELINE: the textbook O(len(a)·len(b)) Levenshtein dynamic programme, two rows."""
+def baseline_edit_distance(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """BASELINE: the textbook O(len(a)·len(b)) Levenshtein dynamic programme, two rows, over
+    characters or tokens."""
     previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, 1):
+    for i, item_a in enumerate(a, 1):
         current = [i]
-        for j, char_b in enumerate(b, 1):
+        for j, item_b in enumerate(b, 1):
             current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (item_a != item_b))
             )
         previous = current
     return previous[-1]

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
+from evalsuite.benchmarks import load_declarations
 from evalsuite.records.atomic import atomic_write_text
 from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
 from evalsuite.records.model import BenchmarkRecord, SampleRecord
@@ -58,9 +59,6 @@ from evalsuite.textformat import MISSING, significant
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULT_MAX_SAMPLES = 30
 PLOTS_DIR = "plots"
-BENCHMARK_ORDER = (
-    "fox", "render_configs", "quality", "finewiki", "surya_detection", "surya_recognition", "finix",
-)
 
 
 @dataclass
@@ -157,8 +155,10 @@ def build_dashboard(
 
 
 def _benchmarks(entries: Sequence[HistoryEntry]) -> list[str]:
+    """The benchmarks of the history in the registry's order (a benchmark the registry does not
+    know, e.g. declared in a user's folder, after them by name)."""
     names = {record.benchmark for entry in entries for record in entry.records}
-    known = [name for name in BENCHMARK_ORDER if name in names]
+    known = [b.name for b in load_declarations() if b.name in names]
     return known + sorted(names - set(known))
 
 
