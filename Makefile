@@ -69,4 +69,4 @@ $(DEEPSEEK_OCR_VENV)/.evalsuite-installed: pyproject.toml Makefile
 	touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) build *.egg-info .hypothesis

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from evalsuite.textformat import format_table
+
 Clock = Callable[[], float]
 
 # Per side and case: at least one run, then more while under the run cap and the time budget.
@@ -139,10 +141,10 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs"
 
 
-_ROW = "{:<44} {:>11} {:>11} {:>10} {:>9}  {}"
+PERF_HEADERS = ("case", "baseline", "fast", "ratio", "required", "result")
 
 
-def format_row(result: PerfResult) -> str:
+def perf_cells(result: PerfResult) -> tuple[str, ...]:
     """One table row: name, medians, ratio, requirement, verdict."""
     if not result.identical:
         verdict = "FAIL (results differ)"
@@ -150,7 +152,7 @@ def format_row(result: PerfResult) -> str:
         verdict = "FAIL (too slow)"
     else:
         verdict = "ok"
-    return _ROW.format(
+    return (
         result.name,
         format_seconds(result.baseline_s),
         format_seconds(result.fast_s),
@@ -167,14 +169,15 @@ def run(
     out: TextIO,
     clock: Clock = time.perf_counter,
 ) -> int:
-    """Print the table (one row as each case finishes); 0 when every case passed, else 1."""
+    """Print a line as each case finishes, then the table; 0 when every case passed, else 1."""
     print(f"evalsuite perf on {machine_description()}", file=out)
-    print("median time per call; ratio = baseline / fast", file=out)
-    print(_ROW.format("case", "baseline", "fast", "ratio", "required", "result"), file=out)
     results = []
     for case in cases:
         results.append(run_case(case, clock=clock))
-        print(format_row(results[-1]), file=out, flush=True)
+        print(f"  timed {case.name}", file=out, flush=True)
+    print("median time per call; ratio = baseline / fast", file=out)
+    rows = [perf_cells(result) for result in results]
+    print(format_table(PERF_HEADERS, rows, align="lrrrrl"), file=out)
     for name in unavailable:
         print(f"{name}: not available (module does not exist)", file=out)
     failed = [result.name for result in results if not result.passed]

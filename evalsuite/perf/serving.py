@@ -35,6 +35,7 @@ from PIL import Image
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.engines.served import OpenAIChatEngine
 from evalsuite.perf import format_seconds, machine_description
+from evalsuite.textformat import format_table
 
 ENGINE_LATENCY_S = 0.2
 CONCURRENCIES = (8, 16, 32)
@@ -155,7 +156,7 @@ def measure_throughput(image: Path, out: TextIO) -> list[ThroughputRow]:
             rate = measure_pages_per_s(server.api_base, image, concurrency=concurrency, pages=pages)
         serial = serial or rate
         rows.append(ThroughputRow(concurrency, concurrency, rate, serial))
-        print(_throughput_line(rows[-1]), file=out, flush=True)
+        print(f"  measured concurrency {concurrency}", file=out, flush=True)
     return rows
 
 
@@ -181,7 +182,7 @@ def measure_client_overhead(engine: OpenAIChatEngine, image: Image.Image | Path)
     return statistics.median(durations)
 
 
-def overhead_rows(engine: OpenAIChatEngine, folder: Path, out: TextIO) -> list[OverheadRow]:
+def overhead_rows(engine: OpenAIChatEngine, folder: Path) -> list[OverheadRow]:
     """The client overhead of a rendered 1024 x 1024 page as a PIL image and as a PNG file
     (required), and of a color page (information only)."""
     from evalsuite.render import RenderConfig, render_text
@@ -195,11 +196,10 @@ def overhead_rows(engine: OpenAIChatEngine, folder: Path, out: TextIO) -> list[O
         (f"{grey.width}x{grey.height} PNG file", path, CLIENT_BUDGET_S),
         (f"{color.width}x{color.height} PIL image, color (info)", color, None),
     ]
-    rows = []
-    for label, image, budget in cases:
-        rows.append(OverheadRow(label, measure_client_overhead(engine, image), budget))
-        print(_overhead_line(rows[-1]), file=out, flush=True)
-    return rows
+    return [
+        OverheadRow(label, measure_client_overhead(engine, image), budget)
+        for label, image, budget in cases
+    ]
 
 
 def run_serving(out: TextIO) -> int:
@@ -213,17 +213,21 @@ def run_serving(out: TextIO) -> int:
         f"median of {RUNS} runs; ratio = pages/s / serial pages/s",
         file=out,
     )
-    header = ("concurrency", "max batch", "pages/s", "ratio", "required", "result")
-    print(_THROUGHPUT_ROW.format(*header), file=out)
     with tempfile.TemporaryDirectory(prefix="evalsuite-perf-") as name:
         folder = Path(name)
         small_page = folder / "small.png"
         Image.new("RGB", (64, 64), "white").save(small_page)
         throughput = measure_throughput(small_page, out)
-        print(f"\nclient overhead per page (median of {CLIENT_RUNS} runs):", file=out)
         with serve_subprocess(FIXED_LATENCY_ENGINE, max_batch=1) as server:
             engine = create_engine("openai", api_base=server.api_base, model_family="deepseek-ocr")
-            overhead = overhead_rows(engine, folder, out)
+            overhead = overhead_rows(engine, folder)
+    header = ("concurrency", "max batch", "pages/s", "ratio", "required", "result")
+    print(format_table(header, [_throughput_cells(r) for r in throughput], align="rrrrrl"),
+          file=out)
+    print(f"\nclient overhead per page (median of {CLIENT_RUNS} runs):", file=out)
+    rows = [_overhead_cells(row) for row in overhead]
+    print(format_table(("page", "median", "budget", "result"), rows, align="lrll", indent="  "),
+          file=out)
     failed = [row for row in (*throughput, *overhead) if not row.passed]
     checked = sum(row.concurrency > 1 for row in throughput) + sum(
         row.budget_s is not None for row in overhead
@@ -233,22 +237,19 @@ def run_serving(out: TextIO) -> int:
     return 1 if failed else 0
 
 
-_THROUGHPUT_ROW = "{:>11} {:>9} {:>9} {:>7} {:>9}  {}"
-
-
-def _throughput_line(row: ThroughputRow) -> str:
+def _throughput_cells(row: ThroughputRow) -> tuple[str, ...]:
     if row.concurrency == 1:
         required, verdict = "(serial)", "ok"
     else:
         required, verdict = f">={row.required:.1f}", "ok" if row.passed else "FAIL (too slow)"
     rate, ratio = f"{row.pages_per_s:.1f}", f"{row.ratio:.1f}x"
-    return _THROUGHPUT_ROW.format(row.concurrency, row.max_batch, rate, ratio, required, verdict)
+    return str(row.concurrency), str(row.max_batch), rate, ratio, required, verdict
 
 
-def _overhead_line(row: OverheadRow) -> str:
+def _overhead_cells(row: OverheadRow) -> tuple[str, ...]:
     if row.budget_s is None:
         limit, verdict = "(no requirement)", "info"
     else:
         limit = f"< {format_seconds(row.budget_s)}"
         verdict = "ok" if row.passed else "FAIL (too slow)"
-    return f"  {row.page:<44} {format_seconds(row.seconds):>9}  {limit:<16}  {verdict}"
+    return row.page, format_seconds(row.seconds), limit, verdict
