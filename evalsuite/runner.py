@@ -135,7 +135,8 @@ def infer_all(
     cache: ResultCache | None = None,
 ) -> Inferred:
     """Results for ``requests`` in order. Each distinct request goes to the engine once, in
-    batches of ``batch_size`` (default: the engine's ``preferred_batch_size``, else 1)."""
+    batches of ``batch_size`` (default: the engine's ``preferred_batch_size``, else 1). An
+    engine with ``record_reused`` (a recording) is told of the requests answered without it."""
     cache = cache if cache is not None else ResultCache()
     size = batch_size or getattr(engine, "preferred_batch_size", 1) or 1
     keys = [ResultCache.key(engine_label, engine, request) for request in requests]
@@ -152,6 +153,14 @@ def infer_all(
         for key, output in zip(batch, outputs, strict=True):
             results[key] = output
             cache.put(key, output)
+    record_reused = getattr(engine, "record_reused", None)
+    reused = [
+        (request, results[key])
+        for key, request in zip(keys, requests, strict=True)
+        if pending.get(key) is not request
+    ]
+    if record_reused is not None and reused:
+        record_reused(reused)
     return Inferred([results[key] for key in keys], len(pending))
 
 

@@ -144,6 +144,38 @@ def test_parallel_run_gives_the_serial_scores(tmp_path):
     assert results["serial"] and results["serial"] == results["parallel"]
 
 
+def test_every_benchmark_recorded_live_replays_to_the_same_scores(tmp_path):
+    """--record under the tiny model, then --engine replay of that recording: every benchmark's
+    every sample gets its own page's output back (the replay run, labelled as the live engine,
+    is gated against the live run's exact goldens), and the scores are equal."""
+    golden, recording = tmp_path / "golden", tmp_path / "tiny.jsonl"
+    common = ["benches", "--golden-dir", str(golden), "--max-samples", "3", "-n", "2"]
+    live = run_pytest(*common, "--engine", "tiny-deepseek-ocr-2", "--record", str(recording),
+                      "--update-golden", "--report-dir", str(tmp_path / "live"))
+    assert live.returncode == 0, live.stdout[-3000:]
+    replay = run_pytest(*common, "--engine", "replay", "--recordings", str(recording),
+                        "--engine-label", "replay=tiny-deepseek-ocr-2", "--modes", "default",
+                        "--report-dir", str(tmp_path / "replay"))
+    assert replay.returncode == 0, replay.stdout[-3000:]
+    assert "failed samples" in replay.stdout and "0 failed samples" in replay.stdout
+    outputs = {}
+    for name in ("live", "replay"):
+        (run_dir,) = [p for p in (tmp_path / name).iterdir() if p.is_dir()]
+        run = read_results(run_dir / "results.json")
+        outputs[name] = {
+            (r.benchmark, r.data, r.parameter, s.sample_id): (s.prediction, s.scores, s.error)
+            for r in run.records
+            for s in r.samples
+        }
+    benchmarks = {key[0] for key in outputs["live"]}
+    assert benchmarks == {"fox", "render_configs", "quality", "finewiki", "surya_detection",
+                          "surya_recognition", "finix"}
+    assert outputs["replay"] == outputs["live"]
+    # distinct pages got distinct outputs back: no recording served for another page
+    fox = [v[0] for k, v in outputs["replay"].items() if k[0] == "fox"]
+    assert len(set(fox)) == len(fox) > 1
+
+
 @needs_tesseract
 def test_update_golden_writes_only_what_ran(tmp_path):
     golden = tmp_path / "golden"

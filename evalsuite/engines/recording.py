@@ -150,15 +150,24 @@ class RecordingEngine:
         for request in requests:
             check_key(request.key)
         results = self.engine.infer_batch(requests)
+        self.record_reused(list(zip(requests, results, strict=True)))
+        return results
+
+    def record_reused(
+        self, pairs: Sequence[tuple[InferenceRequest, InferenceResult]]
+    ) -> None:
+        """Append a line per (request, result): also for requests the runner answered from
+        its cache (an identical request under another key), so that replay finds every key."""
+        for request, _ in pairs:
+            check_key(request.key)
         lines = "".join(
             json.dumps(encode_record(request, result), ensure_ascii=False, default=str) + "\n"
-            for request, result in zip(requests, results, strict=True)
+            for request, result in pairs
         )
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
-        return results
 
 
 def _require_complete_last_line(path: Path) -> None:

@@ -5,7 +5,7 @@ gate them. Parametrization (engine x mode x data source) is done by the plugin's
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from evalsuite.runner import (
     run_benchmark,
     with_output_health,
 )
+from evalsuite.tokens import MODES
 
 
 @dataclass
@@ -65,12 +66,14 @@ class Bench:
         return self.session.engine(self.engine_name)
 
     def condition_mode(self, condition: str) -> str:
-        """The mode of a context-QA condition's requests: the text condition's blank image goes
-        in :data:`~evalsuite.prompts.TEXT_CONDITION_MODE`, as the study sent it, where the
-        engine has that mode (DeepSeek-OCR, replay); otherwise, and for the vision condition,
-        the test's mode."""
-        if condition == TEXT and TEXT_CONDITION_MODE in getattr(
-            self.engine, "supported_modes", ()
+        """The mode of a context-QA condition's requests: in a DeepSeek-OCR mode, the text
+        condition's blank image goes in :data:`~evalsuite.prompts.TEXT_CONDITION_MODE`, as the
+        study sent it, where the engine has that mode (DeepSeek-OCR, replay; not a vLLM server
+        fixed to gundam); otherwise, and for the vision condition, the test's mode."""
+        if (
+            condition == TEXT
+            and self.mode in MODES
+            and TEXT_CONDITION_MODE in getattr(self.engine, "supported_modes", ())
         ):
             return TEXT_CONDITION_MODE
         return self.mode
@@ -111,7 +114,7 @@ class Bench:
         gated specs are also aggregated per group as ``metric[group]``; those are gated only
         where a golden entry exists (e.g. the paper's values per token bin of the real Fox set).
         """
-        samples = self.limit(samples)
+        samples = [self._keyed(sample) for sample in self.limit(samples)]
         if not samples:
             pytest.skip(f"{self.benchmark.name}: data source {self.source.name} has no samples")
         self._require_recordings(samples)
@@ -144,6 +147,12 @@ class Bench:
         else:
             self._fail_on(record, results, gated)
         return record
+
+    def _keyed(self, sample: Sample) -> Sample:
+        """``sample`` with the data source in its request's key: two sources may number their
+        samples alike (``0/line000``), and a recording of one must not be served for the other."""
+        key = {**sample.request.key, "data": self.data_id}
+        return replace(sample, request=replace(sample.request, key=key))
 
     def _update(
         self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]
