@@ -129,8 +129,13 @@ class GoldenStore:
     def update(self, benchmark: str, entries: Iterable[GoldenEntry]) -> list[EntryChange]:
         """Set ``entries``; keep all others. An entry equal to the stored one in value, n,
         tolerance and kind is left alone (its provenance kept). Read-modify-write under a file
-        lock, written atomically. Returns what changed."""
-        return self._merge(self.path(benchmark), benchmark, entries)
+        lock, written atomically. Obtained entries waiting for the same keys are dropped (the
+        file goes when it empties), so a later ``accept`` cannot bring back older values.
+        Returns what changed."""
+        entries = list(entries)
+        changes = self._merge(self.path(benchmark), benchmark, entries)
+        self._drop_obtained(benchmark, {entry.key for entry in entries})
+        return changes
 
     def write_obtained(self, benchmark: str, entries: Iterable[GoldenEntry]) -> Path:
         """Add ``entries`` to ``<benchmark>.obtained.json`` (created when missing)."""
@@ -143,9 +148,19 @@ class GoldenStore:
         obtained = self.obtained_path(benchmark)
         if not obtained.is_file():
             raise GoldenError(f"no obtained golden entries at {obtained}")
-        changes = self.update(benchmark, _load_file(obtained, benchmark).entries.values())
-        obtained.unlink()
-        return changes
+        return self.update(benchmark, _load_file(obtained, benchmark).entries.values())
+
+    def _drop_obtained(self, benchmark: str, keys: set[EntryKey]) -> None:
+        path = self.obtained_path(benchmark)
+        if not path.is_file():
+            return
+        with FileLock(str(path) + ".lock"):
+            obtained = _load_file(path, benchmark)
+            kept = {key: entry for key, entry in obtained.entries.items() if key not in keys}
+            if not kept:
+                path.unlink()
+            elif len(kept) < len(obtained.entries):
+                atomic_write_text(path, replace(obtained, entries=kept).to_json())
 
     def obtained_benchmarks(self) -> list[str]:
         """Benchmarks with an ``.obtained.json`` file waiting to be accepted."""

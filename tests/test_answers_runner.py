@@ -148,3 +148,27 @@ def test_identical_requests_reach_the_engine_once_and_the_cache_serves_reruns():
     second = run()
     assert engine.seen == ["a", "c"] and second.params["model_calls"] == 0
     assert second.metrics["exact"].value == 1.0
+
+
+def test_quality_text_condition_leaves_room_for_its_blank_image():
+    """The article is cut so that blank image + prompt + article + answer reserve fit the
+    decoder's context; the image's positions differ per mode."""
+    from evalsuite.benchmarks import quality
+    from evalsuite.datasets.quality import QualityArticle, QualityQuestion
+    from evalsuite.prompts import text_condition_prompt
+    from evalsuite.tokens import text_token_count
+
+    question = QualityQuestion("q0", "What is it?", ("a", "b", "c", "d"), 0)
+    article = QualityArticle("a0", "Title", " ".join(f"word{i}" for i in range(3000)), (question,))
+    sent = {}
+    for mode in ("tiny", "gundam", "default"):
+        (sample,) = quality.samples([article], mode, "text", context_tokens=2000)
+        prompt_tokens = int(text_token_count(sample.request.prompt))
+        image = quality.blank_image_tokens(mode)
+        assert image > 0
+        assert prompt_tokens + image + quality.ANSWER_RESERVE_TOKENS <= 2000
+        empty = int(text_token_count(text_condition_prompt("", quality.question_block(question))))
+        sent[mode] = sample.details["context_tokens"]
+        # cut at most a few tokens short of the budget (word boundaries)
+        assert 2000 - image - quality.ANSWER_RESERVE_TOKENS - empty - sent[mode] < 8
+    assert sent["tiny"] > sent["default"] > sent["gundam"]  # 73 < 257 < 273 image tokens

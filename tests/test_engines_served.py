@@ -47,13 +47,17 @@ class FakeOpenAIServer:
     script: list[str | int] = field(default_factory=list)
     delay_s: Callable[[], float] = lambda: 0.0
     version: dict[str, Any] | None = None
+    max_model_len: int | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
     api_base: str = ""
 
     async def models(self, _: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake-model"}]})
+        card: dict[str, Any] = {"id": "fake-model"}
+        if self.max_model_len is not None:
+            card["max_model_len"] = self.max_model_len  # as vLLM's model cards say
+        return web.json_response({"object": "list", "data": [card]})
 
     async def version_info(self, _: web.Request) -> web.Response:
         if self.version is None:
@@ -163,6 +167,18 @@ def test_request_follows_vllms_deepseek_ocr_recipe(page) -> None:
     assert result.settings["api_base"] == fake.api_base
     assert result.settings["vision_token_arithmetic"] == "deepseek-ocr"
     assert engine.server_info()["model"] == "fake-model"
+
+
+@pytest.mark.parametrize(("context", "sent"), [(8192, None), (8191, None), (32768, 8192)])
+def test_max_tokens_is_left_out_where_it_cannot_fit_the_servers_context(page, context, sent):
+    # vLLM refuses prompt + max_tokens > max_model_len: DeepSeek-OCR's own 8192 context cannot
+    # take max_tokens 8192 beside any prompt, so the server's remaining context is used instead
+    with running(FakeOpenAIServer(max_model_len=context)) as fake:
+        result = vllm_engine(fake).infer(request(page))
+    (body,) = fake.bodies
+    assert body.get("max_tokens") == sent and ("max_tokens" in body) == (sent is not None)
+    assert result.settings["max_model_len"] == context
+    assert result.settings["max_tokens"] == sent
 
 
 def test_text_only_request_sends_no_image(page) -> None:

@@ -166,6 +166,20 @@ def test_obtained_entries_wait_beside_the_golden_file_until_accepted(tmp_path):
     assert "kept" in {key[0] for key in store.load("fox").entries}
 
 
+def test_an_update_drops_the_obtained_entries_it_supersedes(tmp_path):
+    store = GoldenStore(tmp_path)
+    path = store.write_obtained("fox", [_entry("a", value=0.5), _entry("b", value=0.6)])
+    store.update("fox", [_entry("a", value=0.8)])  # --update-golden measured "a" again
+    waiting = json.loads(path.read_text())["entries"]
+    assert [(e["engine"], e["value"]) for e in waiting] == [("b", 0.6)]
+    store.accept_obtained("fox")  # cannot bring back a's older 0.5
+    values = {key[0]: entry.value for key, entry in store.load("fox").entries.items()}
+    assert values == {"a": 0.8, "b": 0.6} and not path.exists()
+    store.write_obtained("fox", [_entry("c")])
+    store.update("fox", [_entry("c", value=0.7)])
+    assert not path.exists() and store.obtained_benchmarks() == []
+
+
 @pytest.mark.parametrize(
     ("document", "match"),
     [

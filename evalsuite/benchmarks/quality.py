@@ -12,11 +12,17 @@ from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
 from evalsuite.datasets.quality import QualityArticle, load_quality, quality_files
 from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.metrics.qa import parse_choice
-from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
+from evalsuite.prompts import (
+    BLANK_IMAGE_SIZE,
+    blank_image,
+    text_condition_prompt,
+    vision_condition_prompt,
+)
 from evalsuite.render import PRESETS, page_image
 from evalsuite.runner import MetricSpec, Sample, Scored
-from evalsuite.tokens import text_token_count
+from evalsuite.tokens import MODES, text_token_count, vision_tokens
 
 DEFAULT_ARTICLES = 2
 DEFAULT_QUESTIONS = 5
@@ -85,6 +91,18 @@ def question_block(question) -> str:
     )
 
 
+def blank_image_tokens(mode: str) -> int:
+    """Decoder positions the text condition's blank image takes in ``mode``: the image tokens
+    the model's processor inserts for it (DeepSeek-OCR: ``raw`` of
+    :func:`~evalsuite.tokens.vision_tokens`; DeepSeek-OCR-2: :func:`ocr2_image_tokens`), 0 for
+    an OCR engine's mode."""
+    if mode in MODES:
+        return vision_tokens(BLANK_IMAGE_SIZE, BLANK_IMAGE_SIZE, mode).raw
+    if mode in OCR2_MODES:
+        return ocr2_image_tokens(BLANK_IMAGE_SIZE, BLANK_IMAGE_SIZE, mode)
+    return 0
+
+
 def samples(
     articles: Sequence[QualityArticle],
     mode: str,
@@ -95,7 +113,8 @@ def samples(
     context_tokens: int = DECODER_CONTEXT_TOKENS,
 ) -> list[Sample]:
     """The first questions of the first articles under ``condition``. The text condition's
-    article is cut to ``context_tokens`` less the prompt's own tokens and the answer reserve."""
+    article is cut so that the whole prompt fits ``context_tokens`` less the blank image's
+    positions (:func:`blank_image_tokens`) and the answer reserve."""
     chosen = list(articles)[: num_articles or DEFAULT_ARTICLES]
     per_article = questions_per_article or DEFAULT_QUESTIONS
     result = []
@@ -105,12 +124,14 @@ def samples(
         for question in article.questions[:per_article]:
             block = question_block(question)
             if condition == TEXT:
-                budget = (
-                    context_tokens
-                    - int(text_token_count(text_condition_prompt("", block)))
-                    - ANSWER_RESERVE_TOKENS
-                )
+                limit = context_tokens - blank_image_tokens(mode) - ANSWER_RESERVE_TOKENS
+                budget = limit - int(text_token_count(text_condition_prompt("", block)))
                 context = truncate_to_tokens(article.text, budget)
+                # the whole prompt may count a token or two more than its parts (merges across
+                # the joins): cut further until it fits
+                while int(text_token_count(text_condition_prompt(context, block))) > limit:
+                    budget -= 1
+                    context = truncate_to_tokens(article.text, budget)
                 image, prompt = blank_image(), text_condition_prompt(context, block)
                 sent_tokens = int(text_token_count(context))
             else:

@@ -38,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
     fetchable = [source for source in benchmark.sources if source.fetch is not None]
     if not fetchable:
         where = "; ".join(f"{s.folder}: {s.description}" for s in benchmark.sources if s.folder)
+        if not where:
+            print(f"evalsuite data: {benchmark.name} runs on its own fixtures only; there is "
+                  "nothing to fetch", file=sys.stderr)
+            return 2
         print(f"evalsuite data: {benchmark.name} has no public download; put it under "
               f"{root} as {where}", file=sys.stderr)
         return 2

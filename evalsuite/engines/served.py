@@ -2,8 +2,8 @@
 
 Each request is one ``POST {api_base}/chat/completions``: a user message holding the page as a
 PNG data URL (an ``image_url`` part; none for a text-only request) and the prompt text, with
-``temperature=0``, ``max_tokens`` (8192), ``skip_special_tokens=False`` and DeepSeek-OCR's
-anti-repetition settings as ``vllm_xargs`` (``ngram_size=30``, ``window_size=90``,
+``temperature=0``, ``max_tokens`` (8192; see below), ``skip_special_tokens=False`` and
+DeepSeek-OCR's anti-repetition settings as ``vllm_xargs`` (``ngram_size=30``, ``window_size=90``,
 ``whitelist_token_ids=[128821, 128822]``, the ids of ``<td>`` and ``</td>``), exactly as vLLM's
 recipes pass them (vllm-project/recipes ``DeepSeek/DeepSeek-OCR.md``, ``DeepSeek-OCR-2.md``).
 The server applies them only when it was started with
@@ -31,6 +31,12 @@ What vLLM does with the request (read in vLLM 0.33.0's source):
   (``--mm-processor-kwargs``), mismatches the image features. The engine's ``mode`` option is
   therefore the server's mode: a request in another mode fails with a per-sample error. Only
   ``evalsuite serve`` chooses the mode per request (``mode="per-request"``, checked at creation).
+- Output length. DeepSeek-OCR's context is 8192 positions (vLLM's ``max_model_len``, which
+  ``/v1/models`` reports per model), and vLLM's server refuses a request whose prompt plus
+  ``max_tokens`` exceeds it. Deliberate deviation from the recipe's ``max_tokens=8192``: when
+  ``max_tokens`` does not fit below the server's ``max_model_len``, it is left out, and vLLM
+  generates up to the context the prompt leaves (``settings`` records ``max_tokens`` None and
+  the ``max_model_len``).
 - Unknown fields: vLLM's request models allow extra fields and only log them at debug level
   (``OpenAIBaseModel``, ``model_config = ConfigDict(extra="allow")`` in
   ``vllm/entrypoints/serve/engine/protocol.py``), so the ``evalsuite`` field that carries the
@@ -128,6 +134,7 @@ class ServerInfo:
     version: str | None
     per_request_mode: bool
     keyed_outputs: bool
+    max_model_len: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -262,20 +269,19 @@ class OpenAIChatEngine(EngineBase):
         if mode == PER_REQUEST and not self._info.per_request_mode:
             raise EngineUnavailableError(
                 f"the server at {self.api_base} ({self._info.server}) does not choose the "
-                "resolution mode per request; pass mode=NAME (--engine-option mode=NAME), the "
-                "mode it serves (a stock vLLM serves DeepSeek-OCR in 'gundam' only, "
-                "DeepSeek-OCR-2 in 'default')"
+                "resolution mode per request; create the engine with mode=NAME, the mode it "
+                "serves (a stock vLLM serves DeepSeek-OCR in 'gundam' only, DeepSeek-OCR-2 in "
+                "'default'; pytest's --engine vllm does this by itself)"
             )
         if mode != PER_REQUEST:
             self.supported_modes = (mode,)
         elif self._family.modes is not None:
             self.supported_modes = self._family.modes
         self.keyed_outputs = self._info.keyed_outputs
-        self._decoding: dict[str, Any] = {
-            "temperature": 0.0,
-            "max_tokens": max_tokens,
-            "skip_special_tokens": False,
-        }
+        self._decoding: dict[str, Any] = {"temperature": 0.0, "skip_special_tokens": False}
+        context = self._info.max_model_len
+        if context is None or max_tokens < context:
+            self._decoding["max_tokens"] = max_tokens
         if ngram_size is not None:
             self._decoding["vllm_xargs"] = {
                 "ngram_size": ngram_size,
@@ -289,6 +295,8 @@ class OpenAIChatEngine(EngineBase):
             "server_version": self._info.version,
             "server_mode": mode,
             "vision_token_arithmetic": model_family,
+            "max_model_len": context,
+            "max_tokens": self._decoding.get("max_tokens"),
             **self._decoding,
         }
 
@@ -426,15 +434,19 @@ class OpenAIChatEngine(EngineBase):
                 f"the server at {self.api_base} does not serve {model!r}; it serves: "
                 f"{', '.join(served)}"
             )
+        chosen = model or served[0]
+        card = next(entry for entry in models["data"] if str(entry["id"]) == chosen)
+        context = card.get("max_model_len") if isinstance(card, Mapping) else None
         if version_status != 200 or not isinstance(version, Mapping):
             version = {}
         return ServerInfo(
             api_base=self.api_base,
-            model=model or served[0],
+            model=chosen,
             server=str(version.get("server", "openai-compatible")),
             version=None if version.get("version") is None else str(version["version"]),
             per_request_mode=version.get("per_request_mode") is True,
             keyed_outputs=version.get("keyed_outputs") is True,
+            max_model_len=context if isinstance(context, int) and context > 0 else None,
         )
 
     async def _complete_all(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:

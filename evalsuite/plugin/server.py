@@ -25,12 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
-from evalsuite.engines.deepseek_ocr2 import WEIGHTS as OCR2_WEIGHTS
 from evalsuite.errors import EngineUnavailableError
 
 SERVED_ENGINES = ("vllm", "openai")
-SERVED_MODELS = {"deepseek-ocr": OCR_WEIGHTS, "deepseek-ocr-2": OCR2_WEIGHTS}
-"""``--served-model`` values: the model family, and where its weights come from."""
+SERVED_MODELS: dict[str, tuple[str, str | None]] = {
+    "deepseek-ocr": (OCR_WEIGHTS.repo_id, OCR_WEIGHTS.env_var),
+    # vLLM runs DeepSeek's own checkpoint (DeepseekOCR2ForCausalLM), not the transformers
+    # conversion (deepseek-community/DeepSeek-OCR-2) that the in-process engine and
+    # EVALSUITE_DEEPSEEK_OCR2_PATH name, so no environment variable applies here
+    "deepseek-ocr-2": ("deepseek-ai/DeepSeek-OCR-2", None),
+}
+"""``--served-model`` values: the model family, its hub id for vLLM, and the environment
+variable naming a local copy of that checkpoint."""
 VLLM_COMMAND = (
     "vllm serve {model} --host 127.0.0.1 --port {port} --served-model-name {name} "
     "--logits-processors vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor "
@@ -64,8 +70,8 @@ def model_argument(served_model: str, model_path: str | None) -> str:
     """What the server loads: the weights folder given (``--model-path`` for DeepSeek-OCR,
     ``--model-path-v2`` for DeepSeek-OCR-2), else the model's environment variable, else its
     hub id (the server then finds it in the Hugging Face cache)."""
-    weights = SERVED_MODELS[served_model]
-    return model_path or os.environ.get(weights.env_var) or weights.repo_id
+    repo_id, env_var = SERVED_MODELS[served_model]
+    return model_path or (os.environ.get(env_var) if env_var else None) or repo_id
 
 
 def plan_server(

@@ -82,7 +82,7 @@ class BenchSession:
         key = (benchmark, source.name)
         if key not in self._data:
             identity = source.identity(location)
-            self.data_sources[identity] = {
+            self.data_sources[f"{benchmark}/{identity}"] = {
                 "benchmark": benchmark,
                 "source": source.name,
                 "path": str(location),

@@ -26,8 +26,8 @@ class RunMetadata:
 
     ``engine_details`` maps each engine label to what identifies the model behind it (engine
     name, weights path and content hash, server model id and version, tokenizer, recordings
-    file and hash, settings); ``data_sources`` maps each data identity to its folder and
-    revision; ``model_calls`` counts the requests sent to engines (cache hits excluded).
+    file and hash, settings); ``data_sources`` maps ``<benchmark>/<data identity>`` to its
+    folder and revision; ``model_calls`` counts the requests sent to engines (cache hits excluded).
     """
 
     run_id: str

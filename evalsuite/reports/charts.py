@@ -1,4 +1,5 @@
-"""What the dashboard plots, as plain data; :mod:`svg` and :mod:`plots` draw it.
+"""What the dashboard plots, as plain data; :mod:`geometry` lays it out, :mod:`svg` and
+:mod:`plots` draw that.
 
 It reads the records as the benchmarks write them: ``parameter`` is ``key=value`` pairs joined
 by commas (``mode=small,config=font_mono,condition=vision``) and a metric aggregated per group
@@ -42,16 +43,13 @@ PRECISION_METRIC = "edit_precision"
 CONDITION = "condition"
 CONDITIONS = ("text", "vision")
 _GROUPED = re.compile(r"^(?P<metric>[^\[\]]+)\[(?P<group>[^\[\]]+)\]$")
-MAX_X_LABELS = 9
 
 ChartKind = Literal["line", "curve", "bars"]
 PALETTE = (
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
     "#b07aa1", "#edc948", "#9c755f", "#ff9da7", "#bab0ac",
 )
-"""Series colors (Tableau 10), shared by the SVG and PNG renderers; series i gets i mod 10."""
-REGRESSED_COLOR = "#c62828"
-IMPROVED_COLOR = "#2e7d32"
+"""Series colors (Tableau 10), the same on the dashboard and in the PNGs; series i gets i mod 10."""
 
 
 @dataclass(frozen=True)
@@ -102,14 +100,6 @@ def series_colors(labels: Sequence[str]) -> dict[str, str]:
     benchmark."""
     distinct = sorted(set(labels))
     return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(distinct)}
-
-
-def thin_ticks(
-    ticks: Sequence[tuple[float, str]], most: int = MAX_X_LABELS
-) -> list[tuple[float, str]]:
-    """Every k-th tick (and the last) so that at most about ``most`` labels remain."""
-    every = max(1, -(-len(ticks) // most))
-    return [tick for i, tick in enumerate(ticks) if i % every == 0 or i == len(ticks) - 1]
 
 
 def trend_charts(

@@ -154,6 +154,11 @@ def build_dashboard(
     return Dashboard(render_page("dashboard", subtitle, nav, body), charts)
 
 
+def _title(benchmark: str) -> str:
+    """The benchmark's declared title; its name when the registry does not know it."""
+    return next((b.title for b in load_declarations() if b.name == benchmark), benchmark)
+
+
 def _benchmarks(entries: Sequence[HistoryEntry]) -> list[str]:
     """The benchmarks of the history in the registry's order (a benchmark the registry does not
     know, e.g. declared in a user's folder, after them by name)."""
@@ -233,7 +238,8 @@ def _benchmark_section(
     bars = [*text_vision_bars(benchmark, records), *group_bars(benchmark, records, colors)]
     parts = [
         f'<section class="bench" id="bench-{slug(benchmark)}">'
-        f'<h2>{escape(benchmark)}<span class="pill">{len(runs)} runs</span></h2>',
+        f'<h2>{escape(_title(benchmark))}<span class="pill">{escape(benchmark)} · '
+        f'{len(runs)} runs</span></h2>',
         _status(own, golden, runs[-1].metadata.run_id),
         "<h3>Ranking</h3>",
         _ranking(benchmark, own, metrics),

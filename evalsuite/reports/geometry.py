@@ -13,26 +13,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from evalsuite.reports.charts import (
-    IMPROVED_COLOR,
-    REGRESSED_COLOR,
-    Chart,
-    ChartPoint,
-    ChartSeries,
-    thin_ticks,
-)
+from evalsuite.reports.charts import Chart, ChartPoint, ChartSeries
 
 WIDTH, HEIGHT = 480, 280
 LEFT, RIGHT, TOP, BOTTOM = 58, 18, 14, 46
 CHAR_WIDTH = 6.7  # px per tick label character at 10.5 px (DejaVu Sans digits: 0.636 em)
 TIGHT_CHAR_WIDTH = 5.8  # the same at 9 px
+TITLE_CHAR_WIDTH = 6.6  # px per character of a title at 12 px (mixed text)
 CAPTION_HEIGHT = 24  # the title band above the plot, with a caption
 LEGEND_ROW = 16  # one legend row below the plot, with a caption
 LEGEND_COLUMNS = 3
+LEGEND_KEY = 18  # a legend key and the gap to its label
+MAX_X_LABELS = 9
 DOT_RADIUS = 3.2
 FLAG_RADIUS = 7.0
 BACKGROUND = "#ffffff"
 WHITE = "#ffffff"
+MUTED = "#667085"  # the golden line's legend key, as the dashboard's
+REGRESSED_COLOR = "#c62828"
+IMPROVED_COLOR = "#2e7d32"
 
 
 @dataclass(frozen=True)
@@ -196,6 +195,14 @@ def tick_label(value: float, ticks: Sequence[float]) -> str:
     return f"{value:.{decimals}f}"
 
 
+def thin_ticks(
+    ticks: Sequence[tuple[float, str]], most: int = MAX_X_LABELS
+) -> list[tuple[float, str]]:
+    """Every k-th tick (and the last) so that at most about ``most`` labels remain."""
+    every = max(1, -(-len(ticks) // most))
+    return [tick for i, tick in enumerate(ticks) if i % every == 0 or i == len(ticks) - 1]
+
+
 def layout(chart: Chart, *, caption: bool = False) -> Drawing:
     """The chart's shapes. With ``caption`` (a stand-alone image) the title goes above the plot
     and a legend below it; the dashboard writes both in HTML around the drawing instead."""
@@ -251,14 +258,15 @@ def _axes(
         shapes.append(Text(LEFT - 6, py + 3.5, tick_label(y, y_ticks), "tick", "end"))
     base = frame.top + HEIGHT - BOTTOM
     shapes.append(Line(LEFT, base, WIDTH - RIGHT, base, "axis"))
-    spacing = (frame.px(x_ticks[1][0]) - frame.px(x_ticks[0][0])) if len(x_ticks) > 1 else 200
+    spacing = WIDTH - LEFT - RIGHT  # one label has the whole width
+    if len(x_ticks) > 1:
+        spacing = frame.px(x_ticks[1][0]) - frame.px(x_ticks[0][0])
     longest = max((len(label) for _, label in x_ticks), default=0)
     tight = longest * CHAR_WIDTH > spacing  # crowded: a smaller font, then cut what still overlaps
     fits = max(3, int(spacing / (TIGHT_CHAR_WIDTH if tight else CHAR_WIDTH)))
     role = "tick tight" if tight else "tick"
     for x, label in x_ticks:
-        text = label if len(label) <= fits else label[: fits - 1] + "…"
-        shapes.append(Text(frame.px(x), base + 15, text, role, "middle", title=label))
+        shapes.append(Text(frame.px(x), base + 15, _cut(label, fits), role, "middle", title=label))
     shapes.append(
         Text((LEFT + WIDTH - RIGHT) / 2, frame.top + HEIGHT - 8, chart.x_label, "axis-label",
              "middle")
@@ -344,26 +352,44 @@ def _bars(chart: Chart, frame: Frame) -> list[Group]:
 
 
 def _title(chart: Chart) -> Text:
-    note = f"  ({chart.note})" if chart.note else ""
-    return Text(WIDTH / 2, CAPTION_HEIGHT - 8, f"{chart.title}{note}", "title", "middle")
+    full = f"{chart.title}  ({chart.note})" if chart.note else chart.title
+    text = _cut(full, int((WIDTH - 16) / TITLE_CHAR_WIDTH))
+    return Text(WIDTH / 2, CAPTION_HEIGHT - 8, text, "title", "middle", title=full)
+
+
+def _cut(label: str, fits: int) -> str:
+    """``label``, or its first ``fits - 1`` characters and an ellipsis."""
+    return label if len(label) <= fits else label[: fits - 1] + "…"
 
 
 def _legend(chart: Chart, top: float) -> tuple[list[Shape], int]:
-    """Color keys of the series below ``top``, in as many columns (at most
+    """Keys below ``top`` (a swatch per series, then the golden line and the rings where the
+    chart has them, as the dashboard's legend), in as many columns (at most
     :data:`LEGEND_COLUMNS`) as keep every label whole; returns the shapes and the row count."""
+    keys = [("swatch", series.label, series.color_at(i)) for i, series in enumerate(chart.series)]
+    if any(series.reference is not None for series in chart.series):
+        keys.append(("golden", "golden", MUTED))
+    if any(point.flag for series in chart.series for point in series.points):
+        keys.append(("flag flag-regressed", "regressed", REGRESSED_COLOR))
+        keys.append(("flag flag-improved", "improved", IMPROVED_COLOR))
     span = WIDTH - LEFT + 40
-    longest = max((len(series.label) for series in chart.series), default=0)
-    columns = next(
-        (n for n in range(LEGEND_COLUMNS, 1, -1) if (span / n - 18) / CHAR_WIDTH >= longest), 1
-    )
-    column_width = span / columns
-    fits = int((column_width - 18) / CHAR_WIDTH)
+
+    def room(columns: int) -> int:  # characters of a label that fit in a column
+        return int((span / columns - LEGEND_KEY - 4) / CHAR_WIDTH)
+
+    longest = max((len(label) for _, label, _ in keys), default=0)
+    columns = next((n for n in range(LEGEND_COLUMNS, 1, -1) if room(n) >= longest), 1)
+    column_width, fits = span / columns, room(columns)
     shapes: list[Shape] = []
-    for index, series in enumerate(chart.series):
+    for index, (role, label, color) in enumerate(keys):
         row, column = divmod(index, columns)
         x = LEFT - 40 + column * column_width
         y = top + row * LEGEND_ROW + 10
-        label = series.label if len(series.label) <= fits else series.label[: fits - 1] + "…"
-        shapes.append(Rect(x, y - 8, 10, 10, "swatch", series.color_at(index)))
-        shapes.append(Text(x + 14, y + 1, label, "legend", title=series.label))
-    return shapes, -(-len(chart.series) // columns)
+        if role == "golden":
+            shapes.append(Line(x, y - 3, x + 14, y - 3, role, color))
+        elif role == "swatch":
+            shapes.append(Rect(x, y - 8, 10, 10, role, color))
+        else:
+            shapes.append(Circle(x + 5, y - 3, 4.5, role, color, filled=False))
+        shapes.append(Text(x + LEGEND_KEY, y + 1, _cut(label, fits), "legend", title=label))
+    return shapes, -(-len(keys) // columns)

@@ -26,9 +26,10 @@ from evalsuite.reports.geometry import (
     style_of,
 )
 
-SCALE = 4  # supersampling factor
+SCALE = 4  # drawing scale, reduced to OUTPUT_SCALE: 2 x 2 samples per pixel
 OUTPUT_SCALE = 2  # the PNG is twice the SVG's size, for sharp text
 _ANCHORS = {"start": "ls", "middle": "ms", "end": "rs"}
+Ink = tuple[int, int, int, int]
 
 
 def write_pngs(charts: Sequence[Chart], folder: str | Path) -> list[Path]:
@@ -50,15 +51,15 @@ def render_png(chart: Chart) -> Image.Image:
     """The chart with its title and legend as an RGB image."""
     drawing = layout(chart, caption=True)
     size = (math.ceil(drawing.width * SCALE), math.ceil(drawing.height * SCALE))
-    canvas = Image.new("RGBA", size, BACKGROUND)
+    canvas = Image.new("RGB", size, BACKGROUND)
+    draw = ImageDraw.Draw(canvas, "RGBA")  # translucent ink is blended into what is below
     for group in drawing.groups:
         for shape in group.shapes:
-            _draw(canvas, shape)
-    final = (math.ceil(drawing.width * OUTPUT_SCALE), math.ceil(drawing.height * OUTPUT_SCALE))
-    return canvas.convert("RGB").resize(final, Image.Resampling.LANCZOS)
+            _draw(draw, shape)
+    return canvas.reduce(SCALE // OUTPUT_SCALE)
 
 
-def _rgba(color: str, opacity: float) -> tuple[int, int, int, int]:
+def _rgba(color: str, opacity: float = 1.0) -> Ink:
     red, green, blue = ImageColor.getrgb(color)[:3]
     return red, green, blue, round(255 * opacity)
 
@@ -67,17 +68,15 @@ def _scaled(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(x * SCALE, y * SCALE) for x, y in points]
 
 
-def _draw(canvas: Image.Image, shape: Shape) -> None:
-    """Draw ``shape`` on ``canvas``; translucent shapes go through a layer of their own."""
+def _draw(draw: ImageDraw.ImageDraw, shape: Shape) -> None:
     style = style_of(shape.role)
-    opaque = style.opacity >= 1
-    layer = canvas if opaque else Image.new("RGBA", canvas.size, (0, 0, 0, 0))
-    draw = ImageDraw.Draw(layer)
-    color = style.color or getattr(shape, "color", "") or "#000000"
-    ink = _rgba(color, 1.0)
+    if isinstance(shape, Text):
+        _text(draw, shape, _rgba(style.color))  # text is opaque, as in the SVG
+        return
+    ink = _rgba(style.color or shape.color, style.opacity)
     width = max(1, round(style.stroke_width * SCALE))
     if isinstance(shape, Line):
-        _line(draw, [(shape.x1, shape.y1), (shape.x2, shape.y2)], ink, width, style.dash)
+        _line(draw, _scaled([(shape.x1, shape.y1), (shape.x2, shape.y2)]), ink, width, style.dash)
     elif isinstance(shape, Polyline):
         draw.line(_scaled(shape.points), fill=ink, width=width, joint="curve")
     elif isinstance(shape, Polygon):
@@ -86,59 +85,56 @@ def _draw(canvas: Image.Image, shape: Shape) -> None:
         box = [(shape.cx - shape.r) * SCALE, (shape.cy - shape.r) * SCALE,
                (shape.cx + shape.r) * SCALE, (shape.cy + shape.r) * SCALE]
         if shape.filled:
-            draw.ellipse(box, fill=ink, outline=_rgba(WHITE, 1.0), width=width)
+            draw.ellipse(box, fill=ink, outline=_rgba(WHITE), width=width)
         else:
             draw.ellipse(box, outline=ink, width=width)
     elif isinstance(shape, Rect):
         draw.rectangle([shape.x * SCALE, shape.y * SCALE, (shape.x + shape.width) * SCALE,
                         (shape.y + shape.height) * SCALE], fill=ink)
-    else:
-        _text(layer, shape, ink)
-    if not opaque:
-        layer.putalpha(layer.getchannel("A").point(lambda a: round(a * style.opacity)))
-        canvas.alpha_composite(layer)
 
 
 def _line(
     draw: ImageDraw.ImageDraw,
-    points: list[tuple[float, float]],
-    ink: tuple[int, int, int, int],
+    ends: list[tuple[float, float]],
+    ink: Ink,
     width: int,
     dash: tuple[float, ...],
 ) -> None:
-    (x1, y1), (x2, y2) = _scaled(points)
+    """A straight line, solid or in ``dash`` pattern (on, off, ... in unscaled pixels)."""
+    (x1, y1), (x2, y2) = ends
     if not dash:
-        draw.line([(x1, y1), (x2, y2)], fill=ink, width=width)
+        draw.line(ends, fill=ink, width=width)
         return
     length = math.hypot(x2 - x1, y2 - y1) or 1.0
+
+    def at(position: float) -> tuple[float, float]:
+        return x1 + (x2 - x1) * position / length, y1 + (y2 - y1) * position / length
+
     position, index = 0.0, 0
     while position < length:
         step = dash[index % len(dash)] * SCALE
         if index % 2 == 0:
-            end = min(position + step, length)
-            draw.line([(x1 + (x2 - x1) * position / length, y1 + (y2 - y1) * position / length),
-                       (x1 + (x2 - x1) * end / length, y1 + (y2 - y1) * end / length)],
-                      fill=ink, width=width)
+            draw.line([at(position), at(min(position + step, length))], fill=ink, width=width)
         position += step
         index += 1
 
 
-def _text(layer: Image.Image, shape: Text, ink: tuple[int, int, int, int]) -> None:
+def _text(draw: ImageDraw.ImageDraw, shape: Text, ink: Ink) -> None:
     font = load_font("sans", round(style_of(shape.role).font_size * SCALE))
     anchor = _ANCHORS[shape.anchor]
     if not shape.rotate:
-        ImageDraw.Draw(layer).text((shape.x * SCALE, shape.y * SCALE), shape.text, font=font,
-                                   fill=ink, anchor=anchor)
+        draw.text((shape.x * SCALE, shape.y * SCALE), shape.text, font=font, fill=ink,
+                  anchor=anchor)
         return
     left, top, right, bottom = font.getbbox(shape.text, anchor=anchor)
-    label = Image.new("RGBA", (right - left, bottom - top), (0, 0, 0, 0))
-    ImageDraw.Draw(label).text((-left, -top), shape.text, font=font, fill=ink, anchor=anchor)
-    turned = label.rotate(shape.rotate, expand=True)
-    # the anchor point (0, 0) of the text, after the turn, sits at (x, y)
+    mask = Image.new("L", (right - left, bottom - top), 0)
+    ImageDraw.Draw(mask).text((-left, -top), shape.text, font=font, fill=255, anchor=anchor)
+    turned = mask.rotate(shape.rotate, expand=True)
+    # the text's anchor, at (-left, -top) of the mask, lands on (x, y) after the turn
     angle = math.radians(shape.rotate)
-    ax, ay = -left - label.width / 2, -top - label.height / 2
+    ax, ay = -left - mask.width / 2, -top - mask.height / 2
     cos, sin = math.cos(angle), math.sin(angle)
     rx, ry = ax * cos + ay * sin, -ax * sin + ay * cos
     corner = (round(shape.x * SCALE - rx - turned.width / 2),
               round(shape.y * SCALE - ry - turned.height / 2))
-    layer.alpha_composite(turned, dest=(max(0, corner[0]), max(0, corner[1])))
+    draw.bitmap(corner, turned, fill=ink)
