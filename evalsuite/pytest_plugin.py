@@ -54,7 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{benchmark.name}: {benchmark.description}")
     config.addinivalue_line("markers", GPU_MARKER)
     config.addinivalue_line("markers", VLM_MARKER)
-    config.stash[OPTIONS_KEY] = parse_options(config)
+    gpu_engines = tuple(dict.fromkeys(e for b in benchmarks for e in b.gpu_engines))
+    config.stash[OPTIONS_KEY] = parse_options(config, gpu_engines)
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         if WORKER_RUN_ID in worker:
@@ -217,7 +218,10 @@ def pytest_terminal_summary(
 def _runs_benchmarks(config: pytest.Config, benchmarks: list[Benchmark]) -> bool:
     """Whether the session's paths hold a bench module (``test_<benchmark>.py`` of a registered
     benchmark, in a given folder or one level below it): then it is a benchmark run and gets a
-    run folder with pytest-json-report's report."""
+    run folder with pytest-json-report's report. A ``--collect-only`` session runs nothing and
+    gets none."""
+    if config.option.collectonly:
+        return False
     names = {f"test_{b.name}.py" for b in benchmarks}
     for arg in config.args:
         path = Path(str(arg).split("::")[0])

@@ -71,6 +71,27 @@ def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
     assert done.stdout.count("weights not found") == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--modes", "huge"], "--modes: unknown mode(s) huge; DeepSeek-OCR modes: tiny, small"),
+        (["--engine", "tiny-deepseek-ocr-2", "--modes", "small"],
+         "small not a mode of engine 'tiny-deepseek-ocr-2'; its modes: default, global"),
+        # a stock vLLM serves one mode per model, so --gpu takes only that one
+        (["--gpu", "--modes", "small"], "small not a mode of engine 'vllm'; its modes: gundam"),
+        (["--gpu", "--served-model", "deepseek-ocr-2", "--modes", "gundam"],
+         "gundam not a mode of engine 'vllm'; its modes: default"),
+        (["--engine", "nosuch"], "--engine: unknown engine 'nosuch'"),
+        (["--api-base", "localhost:8000"], "--api-base 'localhost:8000': expected an http(s) URL"),
+    ],
+)
+def test_bad_options_are_usage_errors_before_anything_runs(tmp_path, args, message):
+    done = run_pytest("benches", "-m", "fox", *args, "--report-dir", str(tmp_path / "reports"))
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:] + done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "reports").exists()
+
+
 def test_quality_selected_by_keyword(tmp_path):
     done = run_pytest(
         "benches", "-k", "quality", "--collect-only", "-q", "--report-dir", str(tmp_path)

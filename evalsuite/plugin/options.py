@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from evalsuite.datasets import DATA_ENV
 from evalsuite.engines import engine_kind, supported_modes
+from evalsuite.engines.served import MODEL_FAMILIES
 from evalsuite.errors import UnknownEngineError
 from evalsuite.plugin.server import SERVED_MODELS, plan_server
 
@@ -169,9 +171,11 @@ class SuiteOptions:
         return self.model_path if self.served_model == "deepseek-ocr" else self.model_path_v2
 
 
-def parse_options(config: pytest.Config) -> SuiteOptions:
+def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> SuiteOptions:
     """The options of ``config``; a bad value raises ``pytest.UsageError`` naming it and the
-    valid values (pytest then exits with its usage-error status before running anything)."""
+    valid values (pytest then exits with its usage-error status before running anything).
+    ``gpu_engines``: the engines ``--gpu`` runs without ``--engine``, whose modes ``--modes``
+    must name."""
     option = config.getoption
     root = config.rootpath
     engines = _names(option("--engine"))
@@ -203,7 +207,7 @@ def parse_options(config: pytest.Config) -> SuiteOptions:
             option("--questions-per-article"), "--questions-per-article"
         ),
     )
-    _check_engines(options)
+    _check_engines(options, gpu_engines)
     if options.server_command is not None:
         if options.api_base is not None:
             raise pytest.UsageError("--server-command and --api-base exclude each other")
@@ -217,22 +221,22 @@ def parse_options(config: pytest.Config) -> SuiteOptions:
     return options
 
 
-def _check_engines(options: SuiteOptions) -> None:
-    for name in options.engines or ():
+def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:
+    for name in options.engines or (tuple(gpu_engines) if options.gpu else ()):
         try:
             kind = engine_kind(name)
         except UnknownEngineError as exc:
             raise pytest.UsageError(f"--engine: {exc}") from None
         if options.modes is None or kind == "ocr":
             continue
-        valid = supported_modes(name)
+        valid = _modes_of(name, options.served_model)
         wrong = [mode for mode in options.modes if mode not in valid]
         if wrong:
             raise pytest.UsageError(
                 f"--modes: {', '.join(wrong)} not a mode of engine {name!r}; "
                 f"its modes: {', '.join(valid)}"
             )
-    if options.modes is not None and options.engines is None:
+    if options.modes is not None and options.engines is None and not options.gpu:
         known = set(supported_modes("deepseek-ocr")) | set(supported_modes("deepseek-ocr-2"))
         wrong = [mode for mode in options.modes if mode not in known]
         if wrong:
@@ -241,6 +245,15 @@ def _check_engines(options: SuiteOptions) -> None:
                 f"{', '.join(supported_modes('deepseek-ocr'))}; DeepSeek-OCR-2 modes: "
                 f"{', '.join(supported_modes('deepseek-ocr-2'))}"
             )
+
+
+def _modes_of(name: str, served_model: str) -> tuple[str, ...]:
+    """The modes engine ``name`` can run; ``vllm``: the one a stock vLLM serves the model in."""
+    if name == "vllm":
+        mode = MODEL_FAMILIES[served_model].vllm_mode
+        if mode is not None:
+            return (mode,)
+    return supported_modes(name)
 
 
 def _api_base(value: str | None) -> str | None:
