@@ -41,7 +41,7 @@ test: setup
 
 bench: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \
-		--durations=15 -q $(BENCH_ARGS)
+		--pages-dir tests/fixtures/pages --durations=15 -q $(BENCH_ARGS)
 
 perf: setup
 	$(BIN)/python -m evalsuite.perf

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -16,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trend": ("evalsuite.reports.trend", "show how scores moved over the last runs"),
     "report": ("evalsuite.reports.dashboard", "write the static HTML dashboard"),
     "compare": ("evalsuite.reports.compare", "rank OCR outputs of several models against gt.txt"),
+    "ab": ("evalsuite.reports.ab", "paired A/B test of two runs: did the candidate get worse?"),
     "serve": ("evalsuite.serving.cli", "serve an engine over an OpenAI-compatible HTTP API"),
 }
 
@@ -37,7 +39,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    with warnings.catch_warnings():
+        warnings.showwarning = print_warning
+        return int(args.handler(args) or 0)
+
+
+def print_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, *_: object
+) -> None:
+    """A warning as the commands print it: ``warning: <message>`` on stderr, one line per
+    warning, without the Python source location (the message names the file concerned)."""
+    print(f"warning: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -40,3 +40,16 @@ class UnknownBenchmarkError(EvalsuiteError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class ImageInputError(EvalsuiteError, ValueError):
+    """An image cannot be used: missing, empty, not an image, truncated or corrupt, or above
+    the pixel limit (``--max-image-pixels``). The message is one line naming the file."""
+
+
+class RunNotFoundError(EvalsuiteError, LookupError):
+    """No run has the given id, name or results.json path; the message lists close matches."""
+
+
+class NothingPairedError(EvalsuiteError, ValueError):
+    """Two runs share no benchmark x data x parameter with samples of the same ids to compare."""

@@ -28,6 +28,7 @@ from evalsuite.metrics.markdown import (
     evaluate_dirs,
 )
 from evalsuite.records.atomic import atomic_write_json
+from evalsuite.textformat import significant
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,10 +109,10 @@ def summary_line(result: dict[str, Any], seconds: float, output: str) -> str:
     ]
     return (
         f"finix: {pages} pages in {seconds:.2f} s ({pages / max(seconds, 1e-9):.1f} pages/s)"
-        f" | text_block_Edit_dist {metrics['text_block_Edit_dist']:.4f}"
-        f" | reading_order_Edit_dist {metrics['reading_order_Edit_dist']:.4f}"
-        f" | table_TEDS {'n/a' if teds is None else f'{teds:.2f}'}"
-        f" | overall {metrics['overall']:.2f}"
+        f" | text_block_Edit_dist {significant(metrics['text_block_Edit_dist'])}"
+        f" | reading_order_Edit_dist {significant(metrics['reading_order_Edit_dist'])}"
+        f" | table_TEDS {'n/a' if teds is None else significant(teds)}"
+        f" | overall {significant(metrics['overall'])}"
         + (f" | {', '.join(extras)}" if extras else "")
         + f" -> {output}"
     )

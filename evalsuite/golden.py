@@ -17,6 +17,7 @@ fails too; its measured entry is written to ``<benchmark>.obtained.json`` beside
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ OBTAINED_SUFFIX = ".obtained.json"
 EntryKey = tuple[str, str, str, str]
 GateStatus = Literal["ok", "improved", "regressed", "no golden", "no samples", "not gated"]
 _REQUIRED_FIELDS = ("engine", "data", "parameter", "metric", "value", "n", "direction", "kind")
+_TEXT_FIELDS = ("set_at", "commit", "source", "note")  # optional provenance
 
 
 @dataclass(frozen=True)
@@ -339,12 +341,16 @@ def worst_samples(
     samples: Sequence[SampleRecord], metric: str, direction: str, limit: int = 5
 ) -> list[str]:
     """The ``limit`` samples that score worst on ``metric`` (failed samples first), each with
-    its score, what was expected and what the engine said (80 characters each)."""
+    its score, what was expected and what the engine said (80 characters each). A yes/no score
+    lists only the samples that got it wrong (a right answer is never among the worst)."""
     scored: list[tuple[float, SampleRecord]] = []
     for sample in samples:
         value = sample.scores.get(metric)
         if sample.error is not None:
             scored.append((float("-inf"), sample))
+        elif isinstance(value, bool):
+            if value != (direction == "higher"):
+                scored.append((0.0, sample))
         elif isinstance(value, (int, float)):
             scored.append((float(value) if direction == "higher" else -float(value), sample))
     scored.sort(key=lambda pair: pair[0])
@@ -433,13 +439,15 @@ def _entry(raw: Any, known: set[str], where: str) -> GoldenEntry:
     unknown = sorted(set(raw) - known)
     if missing or unknown:
         raise GoldenError(f"{where}: missing fields {missing}, unknown fields {unknown}")
-    for name in ("engine", "data", "parameter", "metric", "direction", "kind"):
-        if not isinstance(raw[name], str):
+    for name in ("engine", "data", "parameter", "metric", "direction", "kind", *_TEXT_FIELDS):
+        if not isinstance(raw.get(name, ""), str):
             raise GoldenError(f"{where}: field {name!r} must be a string, got {raw[name]!r}")
     for name in ("value", "tolerance"):
         value = raw.get(name, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise GoldenError(f"{where}: field {name!r} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise GoldenError(f"{where}: field {name!r} must be a finite number, got {value!r}")
     if isinstance(raw["n"], bool) or not isinstance(raw["n"], int) or raw["n"] < 0:
         raise GoldenError(f"{where}: field 'n' must be a count, got {raw['n']!r}")
     if raw["direction"] not in ("higher", "lower") or raw["kind"] not in ("mean", "proportion"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark.expression import Expression  # the parser behind -m
 
 from evalsuite.benchmarks import Benchmark, load_declarations
 from evalsuite.engines import engine_kind, supported_modes
@@ -23,12 +24,14 @@ from evalsuite.engines.base import OCR_MODE
 from evalsuite.engines.served import MODEL_FAMILIES
 from evalsuite.errors import EvalsuiteError
 from evalsuite.golden import GoldenStore
+from evalsuite.images import set_max_image_pixels
 from evalsuite.plugin.bench import bench
 from evalsuite.plugin.options import INI_BENCHMARKS, SuiteOptions, add_options, parse_options
 from evalsuite.plugin.reporting import GOLDEN_BEFORE_KEY, finish_session, terminal_summary
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError, plan_server, start_server
 from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, WORKER_RUN_ID, WORKER_SERVER
 from evalsuite.records.metadata import new_run_id
+from evalsuite.tokens import count_with_checkpoint
 
 __all__ = ["bench"]
 GPU_MARKER = "gpu: a GPU engine's parametrization (selected by --gpu)"
@@ -56,6 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", VLM_MARKER)
     gpu_engines = tuple(dict.fromkeys(e for b in benchmarks for e in b.gpu_engines))
     config.stash[OPTIONS_KEY] = parse_options(config, gpu_engines)
+    # Every image the run's engines read is held to --max-image-pixels; restored at the end.
+    previous_limit = set_max_image_pixels(config.stash[OPTIONS_KEY].max_image_pixels)
+    config.add_cleanup(lambda: set_max_image_pixels(previous_limit))
+    # The weights' own tokenizer counts text tokens (bins, ratios, truncation) when given.
+    try:
+        previous_counter = count_with_checkpoint(config.stash[OPTIONS_KEY].checkpoint_folder())
+    except EvalsuiteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.add_cleanup(lambda: count_with_checkpoint(previous_counter))
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         if WORKER_RUN_ID in worker:
@@ -115,11 +127,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # Before xdist starts its workers, which receive the server's URL (pytest_configure_node).
     config = session.config
     check_mark_expression(config)
+    check_option_sources(config, load_declarations(config.getini(INI_BENCHMARKS)))
     run_dir = config.stash.get(RUN_DIR_KEY, None)
     if run_dir is not None and not config.getoption("collectonly"):
         options: SuiteOptions = config.stash[OPTIONS_KEY]
         if options.update_golden:
-            config.stash[GOLDEN_BEFORE_KEY] = GoldenStore(options.golden_dir).snapshot()
+            try:  # a malformed golden file stops the run before anything is rewritten
+                config.stash[GOLDEN_BEFORE_KEY] = GoldenStore(options.golden_dir).snapshot()
+            except EvalsuiteError as exc:
+                raise pytest.UsageError(str(exc)) from None
         _provide_server(config, load_declarations(config.getini(INI_BENCHMARKS)), run_dir)
 
 
@@ -146,6 +162,35 @@ def check_mark_expression(config: pytest.Config) -> None:
             f"-m {expression!r}: unknown marker(s) {', '.join(unknown)}; benchmark markers: "
             f"{names}"
         )
+
+
+def check_option_sources(config: pytest.Config, benchmarks: list[Benchmark]) -> None:
+    """A benchmark whose data only comes from a folder option (``pages``: ``--pages-dir``),
+    selected by ``-m`` or by its test file while that option is missing, is a usage error: it
+    would otherwise select nothing and pass."""
+    options: SuiteOptions = config.stash[OPTIONS_KEY]
+    expression = config.getoption("markexpr", default="") or ""
+    files = {Path(str(arg).split("::")[0]).name for arg in config.args}
+    for benchmark in benchmarks:
+        needed = sorted({source.option for source in benchmark.sources if source.option})
+        if not needed or benchmark.available_sources(options.data_dir, options.option_dirs):
+            continue
+        by_marker = bool(expression) and _selects_by_marker(expression, benchmark.name)
+        if by_marker or f"test_{benchmark.name}.py" in files:
+            wanted = " ".join(f"{option} DIR" for option in needed)
+            raise pytest.UsageError(
+                f"{benchmark.name} runs on your own data: pass {wanted} (see pytest --help)"
+            )
+
+
+def _selects_by_marker(expression: str, marker: str) -> bool:
+    """Whether ``-m expression`` selects a test because it carries ``marker``: true for a test
+    with only that marker, false for one without it (``not slow`` selects the pages test, but
+    not because of its marker)."""
+    compiled = Expression.compile(expression)
+    with_marker = compiled.evaluate(lambda name, **_: name == marker)
+    without = compiled.evaluate(lambda name, **_: False)
+    return with_marker and not without
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -180,9 +225,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         marks = [getattr(pytest.mark, benchmark.name)]
         if options.gpu and engine in benchmark.gpu_engines:
             marks.append(pytest.mark.gpu)
-        for source, _ in benchmark.available_sources(options.data_dir):
+        for source, _ in benchmark.available_sources(options.data_dir, options.option_dirs):
             test_id = f"{engine}-{mode}-{source.name}"
             params.append(pytest.param(engine, mode, source.name, marks=marks, id=test_id))
+    options_needed = sorted({source.option for source in benchmark.sources if source.option})
+    if not params and options_needed:  # e.g. pages without --pages-dir: say what runs it
+        reason = f"{benchmark.name} runs on your own data: pass {options_needed[0]} DIR"
+        params.append(pytest.param(None, None, None, marks=pytest.mark.skip(reason=reason),
+                                   id="no-data"))
     metafunc.parametrize(("engine_name", "mode", "data_source"), params)
 
 

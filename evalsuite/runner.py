@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, iter_batches
+from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.repetition import is_degenerate
 from evalsuite.records.model import BenchmarkRecord, Direction, MetricSummary, SampleRecord
 from evalsuite.stats import summarize_mean, summarize_proportion, summarize_weighted_mean
 
 Score = float | int | bool | None
+UNIT = (0.0, 1.0)
+"""The bounds of a score between 0 and 1 (a precision, an F1, a normalized distance)."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,8 @@ class MetricSpec:
 
     With ``weight`` (the name of another per-sample score), a mean is weighted:
     Σ value·weight / Σ weight. ``direction`` None marks a descriptive metric (a token count):
-    reported, never gated.
+    reported, never gated. ``bounds`` is the range a value can take (None: open on that side);
+    a proportion is always in [0, 1]. Charts clip intervals to it.
     """
 
     name: str
@@ -39,10 +43,16 @@ class MetricSpec:
     tolerance: float = 0.0
     gate: bool = True
     weight: str | None = None
+    bounds: tuple[float | None, float | None] = (0.0, None)
 
     def __post_init__(self) -> None:
         if self.direction is None and self.gate:
             raise ValueError(f"metric {self.name!r} has no better direction and cannot be gated")
+
+    @property
+    def value_range(self) -> tuple[float | None, float | None]:
+        """``bounds``, or [0, 1] for a proportion."""
+        return (0.0, 1.0) if self.kind == "proportion" else self.bounds
 
     @property
     def worst(self) -> Score:
@@ -149,7 +159,7 @@ def infer_all(
         elif key not in pending:
             pending[key] = request
     for batch in iter_batches(list(pending), size):
-        outputs = engine.infer_batch([pending[key] for key in batch])
+        outputs = infer_batch_isolating_failures(engine, [pending[key] for key in batch])
         for key, output in zip(batch, outputs, strict=True):
             results[key] = output
             cache.put(key, output)
@@ -162,6 +172,22 @@ def infer_all(
     if record_reused is not None and reused:
         record_reused(reused)
     return Inferred([results[key] for key in keys], len(pending))
+
+
+def infer_batch_isolating_failures(
+    engine: Engine, requests: Sequence[InferenceRequest]
+) -> list[InferenceResult]:
+    """``engine.infer_batch(requests)``; when the batch raises, each request again on its own,
+    and a request that raises by itself is a failed sample with the exception as its error.
+    evalsuite's own errors (an engine that cannot run at all) propagate."""
+    try:
+        return engine.infer_batch(requests)
+    except EvalsuiteError:
+        raise
+    except Exception as exc:  # one sample's failure must not lose the others
+        if len(requests) == 1:
+            return [InferenceResult(text="", error=f"{type(exc).__name__}: {exc}")]
+    return [infer_batch_isolating_failures(engine, [request])[0] for request in requests]
 
 
 def score_samples(

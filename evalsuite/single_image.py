@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalsuite.images import add_max_image_pixels_argument
 from evalsuite.prompts import FREE_OCR
-from evalsuite.textformat import format_table
+from evalsuite.textformat import format_table, significant
 
 DEFAULT_PROMPT = FREE_OCR
 DEFAULT_ENGINE = "deepseek-ocr"
@@ -80,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompt", default=DEFAULT_PROMPT, help="prompt sent with the image (default: Free OCR.)"
     )
+    add_max_image_pixels_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="token arithmetic only, no model")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -109,7 +111,7 @@ def dry_run_report(args: argparse.Namespace) -> dict[str, Any]:
     """
     from evalsuite.engines.deepseek_ocr2 import DeepseekOcr2Engine
 
-    width, height = _image_size(args.image)
+    width, height = _image_size(args.image, args.max_image_pixels)
     engine = _dry_run_engine(args.engine)
     mode_name = args.mode or PREFERRED_MODE
     if issubclass(engine, DeepseekOcr2Engine):
@@ -198,7 +200,7 @@ def engine_report(args: argparse.Namespace) -> dict[str, Any]:
     from evalsuite.engines.grounding import strip_grounding
     from evalsuite.engines.recording import check_key
 
-    width, height = _image_size(args.image)
+    width, height = _image_size(args.image, args.max_image_pixels)
     mode = engine_mode(args.engine, args.mode)
     ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
     key = {"experiment": DEFAULT_EXPERIMENT, "document": args.image.stem}
@@ -402,17 +404,18 @@ def _recorder(engine: Any, path: Path) -> Any:
         raise InputError(f"--record {path}: {exc}") from None
 
 
-def _image_size(path: Path) -> tuple[int, int]:
-    from PIL import Image, UnidentifiedImageError
+def _image_size(path: Path, max_pixels: int) -> tuple[int, int]:
+    """The page's size; every pixel is decoded, so a truncated file fails here, not in the
+    engine. The limit also holds for the engine's own read (:func:`set_max_image_pixels`)."""
+    from evalsuite.errors import ImageInputError
+    from evalsuite.images import open_image, set_max_image_pixels
 
+    set_max_image_pixels(max_pixels)
     try:
-        with Image.open(path) as image:
-            image.load()  # decode every pixel: a truncated file fails here, not in the engine
+        with open_image(path) as image:
             return image.size
-    except FileNotFoundError:
-        raise InputError(f"image {str(path)!r} does not exist") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise InputError(f"cannot read image {str(path)!r}: {exc}") from None
+    except ImageInputError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _mode(name: str) -> Any:
@@ -524,7 +527,7 @@ def _format_tokens(tokens: dict[str, int] | None) -> str:
 def _number(value: Any, missing: str = "n/a") -> str:
     if value is None:
         return missing
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
+    return significant(value) if isinstance(value, float) else str(value)
 
 
 def _fail(message: str) -> None:

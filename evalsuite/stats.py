@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalsuite.records.model import Direction, MetricSummary
+from evalsuite.textformat import significant
 
 CONFIDENCE = 0.95
 
@@ -146,7 +147,7 @@ def compare_mean(
         regressed=worse_by > tolerance + 1e-12,
         improved=-worse_by > tolerance + 1e-12,
         delta=delta,
-        test=f"tolerance {tolerance:g}",
+        test=f"tolerance {significant(tolerance)}",
     )
 
 

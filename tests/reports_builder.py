@@ -6,6 +6,12 @@ laid out as the benchmarks write them (``mode=small,config=x,condition=vision`` 
 Scores come from the real metric functions on generated texts, aggregates from evalsuite.stats.
 The newest run has a built-in regression (fox, tiny-deepseek-ocr-2 mode=tiny: OCR quality
 drops) and an improvement (render_configs replay color_low_contrast: vision answers improve).
+Longer histories repeat the first five nights' patterns before that newest run; ``bench_like``
+adds what a ``make bench`` run with the shared data has besides: fox on the study documents and
+the descriptive ``valid_vision_tokens``.
+
+Run as a script, it writes the README's screenshots of the dashboard of a 20-run history
+(headless Chromium, 1,280 px wide): ``python tests/reports_builder.py docs``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ QUESTIONS = 30
 RENDER_CONFIGS = ("color_default", "color_low_contrast", "font_mono", "font_serif", "size_small")
 VISION_TOKENS = {"tiny": 64, "small": 100}
 START = datetime(2025, 11, 1, 2, 0, tzinfo=UTC)
+STUDY_DATA = "study@5f0c2a91"
+PATTERNS = 6  # the nights the score tables below describe; the last one is the newest run
 
 # Per-run OCR word error rates: stable, with the newest run's tiny mode degraded.
 FOX_ERROR = {
@@ -67,9 +75,14 @@ class BuiltRun:
     records: list[BenchmarkRecord]
 
 
-def build_runs(count: int = 6) -> list[BuiltRun]:
-    """``count`` (at most 6) nightly runs, oldest first."""
-    return [_build_run(index) for index in range(count)]
+def build_runs(count: int = 6, *, bench_like: bool = False) -> list[BuiltRun]:
+    """``count`` nightly runs, oldest first: the newest one the last pattern of the score
+    tables, the ones before cycling through the others."""
+    return [
+        _build_run(index, PATTERNS - 1 if index == count - 1 else index % (PATTERNS - 1),
+                   bench_like)
+        for index in range(count)
+    ]
 
 
 def write_reports(folder: Path, runs: list[BuiltRun]) -> Path:
@@ -84,7 +97,7 @@ def write_reports(folder: Path, runs: list[BuiltRun]) -> Path:
     return history
 
 
-def _build_run(index: int) -> BuiltRun:
+def _build_run(index: int, pattern: int, bench_like: bool) -> BuiltRun:
     created = START + timedelta(days=index)
     metadata = RunMetadata(
         run_id=f"{created:%Y%m%dT%H%M%SZ}-{index:06x}",
@@ -105,7 +118,9 @@ def _build_run(index: int) -> BuiltRun:
         command="pytest benches -n 2",
         duration_s=412.0 + index,
     )
-    records = [*_fox(index), *_render_configs(index), *_quality(index)]
+    records = [*_fox(pattern, "fixtures"), *_render_configs(pattern), *_quality(pattern)]
+    if bench_like:
+        records += _fox(pattern, STUDY_DATA)
     return BuiltRun(metadata, records)
 
 
@@ -124,11 +139,12 @@ def _perturb(text: str, error_rate: float, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _fox(run: int) -> list[BenchmarkRecord]:
+def _fox(run: int, data: str) -> list[BenchmarkRecord]:
     records = []
     for (engine, parameter), rates in FOX_ERROR.items():
         # Deterministic engines: the same error rate reads the same pages the same way.
-        rng = random.Random(f"fox-{engine}-{parameter}-{rates[run]}")
+        seed = f"fox-{engine}-{parameter}-{rates[run]}"
+        rng = random.Random(seed if data == "fixtures" else f"{seed}-{data}")
         mode = parameter.removeprefix("mode=")
         samples = []
         for page in range(FOX_PAGES):
@@ -158,6 +174,9 @@ def _fox(run: int) -> list[BenchmarkRecord]:
         ratios = [s.scores["gt_compression"] for s in samples if "gt_compression" in s.scores]
         if ratios:
             metrics["gt_compression"] = summarize_mean(ratios)
+            if data != "fixtures":  # as fox reports it: a token count, no better side
+                metrics["valid_vision_tokens"] = summarize_mean(
+                    [float(VISION_TOKENS[mode])] * len(samples), None)
         for name in ("empty_output_rate", "degenerate_output_rate"):
             metrics[name] = summarize_proportion([bool(s.scores[name]) for s in samples], "lower")
         bins: dict[str, list[float]] = {}
@@ -166,7 +185,8 @@ def _fox(run: int) -> list[BenchmarkRecord]:
             bins.setdefault(f"{low}-{low + 100}", []).append(sample.scores["edit_precision"])
         for group, values in sorted(bins.items()):
             metrics[f"edit_precision[{group}]"] = summarize_mean(values)
-        records.append(BenchmarkRecord("fox", engine, parameter, metrics, samples, {"mode": mode}))
+        records.append(BenchmarkRecord("fox", engine, parameter, metrics, samples, {"mode": mode},
+                                       data))
     return records
 
 
@@ -257,16 +277,106 @@ def schema_validator(name: str) -> jsonschema.Draft202012Validator:
 
 def expected_charts(runs: list) -> dict[str, int]:
     """Charts per benchmark, counted from the built records: a trend chart per metric (not per
-    group), a compression curve where pages have one, a bar chart per metric that both QA
-    conditions have, a bar chart per metric aggregated per group."""
+    group) and per engine x data x condition that has it, except health metrics that are 0
+    everywhere; a compression curve where pages have one; a bar chart per metric that both QA
+    conditions have; a bar chart per metric aggregated per group. (No panel here has more
+    than six series.)"""
     counts = {}
     for benchmark in ("fox", "render_configs", "quality"):
         records = [r for run in runs for r in run.records if r.benchmark == benchmark]
-        metrics = {name for r in records for name in r.metrics if "[" not in name}
+        panels = {
+            (name, r.engine, r.data, r.parameter.partition("condition=")[2])
+            for r in records for name, summary in r.metrics.items()
+            if "[" not in name and not (name.endswith("_output_rate") and all(
+                o.metrics[name].value == 0 for o in records if name in o.metrics))
+        }
         grouped = {name.split("[")[0] for r in records for name in r.metrics if "[" in name}
         text = {n for r in records if r.parameter.endswith("condition=text") for n in r.metrics}
         vision = {n for r in records if r.parameter.endswith("condition=vision")
                   for n in r.metrics}
         curve = any("gt_compression" in s.scores for r in records for s in r.samples)
-        counts[benchmark] = len(metrics) + len(text & vision) + len(grouped) + int(curve)
+        counts[benchmark] = len(panels) + len(text & vision) + len(grouped) + int(curve)
     return counts
+
+
+# --- headless Chromium, for the browser tests and the README's screenshots -----------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+VIEWPORT = (1280, 900)
+"""The window the layout is checked in and the screenshots are taken at (CSS px)."""
+BROWSER_FLAGS = (
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars", "--force-device-scale-factor=1",
+)
+
+
+def missing_browser() -> list[str]:
+    """The Debian packages' files that are missing (chromium, chromium-driver)."""
+    return [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+
+
+def start_chromium(profile: Path, downloads: Path | None = None):  # -> WebDriver
+    """Headless Chromium through the system's chromedriver (Selenium Manager downloads
+    nothing), its window :data:`VIEWPORT` wide inside, console logging on."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in BROWSER_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    if downloads is not None:
+        options.add_experimental_option("prefs", {
+            "download.default_directory": str(downloads), "download.prompt_for_download": False,
+        })
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    set_viewport(driver, *VIEWPORT)
+    return driver
+
+
+def set_viewport(driver, width: int, height: int) -> None:
+    """Make the page's viewport (``innerWidth`` x ``innerHeight``) exactly this size."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False,
+    })
+
+
+def write_screenshots(folder: Path, runs: int = 20) -> list[Path]:
+    """``dashboard.png`` (the top of the page) and ``dashboard-ranking.png`` (fox's ranking
+    and first trend charts) of the dashboard of a ``runs``-run bench-like history."""
+    import tempfile
+
+    from evalsuite.reports import dashboard
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        history = write_reports(work, build_runs(runs, bench_like=True))
+        golden = Path(__file__).parent / "fixtures" / "reports" / "golden"
+        page, _ = dashboard.write_dashboard(history, work / "index.html", golden_dir=golden,
+                                            png=False)
+        driver = start_chromium(work / "profile")
+        try:
+            driver.get(page.resolve().as_uri())
+            shots = [folder / "dashboard.png", folder / "dashboard-ranking.png"]
+            driver.save_screenshot(str(shots[0]))
+            set_viewport(driver, VIEWPORT[0], 1300)  # the rankings and a row of charts
+            driver.execute_script(
+                "document.documentElement.style.scrollBehavior = 'auto';"
+                "window.scrollTo(0, document.querySelector('#bench-fox h3').offsetTop - 80);"
+            )
+            driver.save_screenshot(str(shots[1]))
+        finally:
+            driver.quit()
+    return shots
+
+
+if __name__ == "__main__":
+    import sys
+
+    for shot in write_screenshots(Path(sys.argv[1] if len(sys.argv) > 1 else "docs")):
+        print(f"screenshot: {shot}")

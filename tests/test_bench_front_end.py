@@ -178,7 +178,7 @@ def test_every_benchmark_recorded_live_replays_to_the_same_scores(tmp_path):
                         "--engine-label", "replay=tiny-deepseek-ocr-2", "--modes", "default",
                         "--report-dir", str(tmp_path / "replay"))
     assert replay.returncode == 0, replay.stdout[-3000:]
-    assert "failed samples" in replay.stdout and "0 failed samples" in replay.stdout
+    assert "sample errors" in replay.stdout and "; 0 sample errors)" in replay.stdout
     outputs = {}
     for name in ("live", "replay"):
         (run_dir,) = [p for p in (tmp_path / name).iterdir() if p.is_dir()]
@@ -248,14 +248,50 @@ def test_a_missing_golden_fails_writes_the_obtained_file_and_accepting_it_passes
     entries = json.loads(obtained.read_text())["entries"]
     assert {e["engine"] for e in entries} == {"tesseract"} and entries
     assert json.loads((golden / "fox.json").read_text()) == fox  # untouched until accepted
-    accept = subprocess.run(
-        [sys.executable, "-m", "evalsuite", "golden", "accept", "fox", "--golden-dir", str(golden)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )
+    accept = run_hint(first.stdout, "accept them with", cwd=REPO)
     assert accept.returncode == 0, accept.stdout + accept.stderr
     assert not obtained.exists()
     second = run_pytest(*args)
     assert second.returncode == 0, second.stdout[-3000:]
+
+
+def run_hint(output: str, after: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run, as a user pasting it would, the command printed on the line after ``after``."""
+    lines = output.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.rstrip().endswith(after))
+    command = lines[index + 1].strip()
+    unset = ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA")
+    env = {key: value for key, value in os.environ.items() if key not in unset}
+    return subprocess.run(
+        command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+@needs_tesseract
+def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_path):
+    """The hint keeps -p, --data-dir, --golden-dir and --report-dir: pasted in the directory
+    pytest was started in, it writes the goldens into the user's golden folder, not golden/."""
+    golden, data = tmp_path / "golden", tmp_path / "data"
+    golden.mkdir()
+    data.mkdir()
+    tracked = (REPO / "golden" / "fox.json").read_bytes()
+    first = run_pytest(
+        "benches/test_fox.py::test_fox_pages", "-p", "tests.degraded_engine",
+        "--engine", "degraded-tesseract", "--data-dir", str(data),
+        "--golden-dir", str(golden), "--report-dir", str(tmp_path / "reports"),
+    )
+    assert first.returncode == 1, first.stdout[-3000:]
+    update = run_hint(first.stdout, "write the goldens with", cwd=REPO)
+    assert update.returncode == 0, update.stdout[-3000:] + update.stderr[-2000:]
+    written = GoldenStore(golden).load("fox").entries.values()
+    assert {entry.engine for entry in written} == {"degraded-tesseract"}
+    assert (REPO / "golden" / "fox.json").read_bytes() == tracked
+    again = run_pytest(
+        "benches/test_fox.py::test_fox_pages", "-p", "tests.degraded_engine",
+        "--engine", "degraded-tesseract", "--data-dir", str(data),
+        "--golden-dir", str(golden), "--report-dir", str(tmp_path / "reports"),
+    )
+    assert again.returncode == 0, again.stdout[-3000:]
 
 
 @needs_tesseract
@@ -317,3 +353,20 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
             for metric, summary in r.metrics.items()
         }
     assert scores["local"] and scores["served"] == scores["local"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "selects"),
+    [("pages", True), ("pages or fox", True), ("pages and not slow", True),
+     ("not slow", False), ("not pages", False), ("fox", False), ("fox or not fox", False)],
+)
+def test_only_expressions_that_select_by_the_marker_demand_its_folder(expression, selects):
+    from evalsuite.pytest_plugin import _selects_by_marker
+
+    assert _selects_by_marker(expression, "pages") is selects
+
+
+def test_a_marker_expression_that_does_not_name_pages_runs_without_pages_dir(tmp_path):
+    done = run_pytest("benches/test_fox.py", "-m", "not slow", "--collect-only", "-q")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "test_fox_pages" in done.stdout

@@ -8,6 +8,7 @@ import io
 import math
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,148 @@ def test_real_outputs_of_four_models_on_three_photos() -> None:
             ep.append(edit_precision(prediction, truth))
         assert result.mean["f1"] == pytest.approx(math.fsum(f1) / 3, abs=1e-12)
         assert result.mean["edit_precision"] == pytest.approx(math.fsum(ep) / 3, abs=1e-12)
+
+
+def write_files(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, "utf-8")
+
+
+TRUTHS = {"a": "the quick brown fox jumps", "b": "invoice total 12 dollars"}
+OUTPUTS = {
+    "alpha": {"a": "the quick brown fox jumps", "b": "invoice total 13 dollars"},
+    "beta": {"a": "the quik brown fox", "b": "invoice total 12 dollars"},
+}
+
+
+def test_both_layouts_of_the_same_texts_give_the_same_ranking(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    per_document, per_model = tmp_path / "per_document", tmp_path / "per_model"
+    for doc, truth in TRUTHS.items():
+        write_files(per_document / doc, {"gt.txt": truth})
+        write_files(per_model, {f"gt/{doc}.txt": truth})
+        for model, texts in OUTPUTS.items():
+            write_files(per_document / doc, {f"{model}_out.txt": texts[doc]})
+            write_files(per_model, {f"{model}/{doc}.txt": texts[doc]})
+    assert compare.detect_layout(per_document) == compare.PER_DOCUMENT
+    assert compare.detect_layout(per_model) == compare.FOLDER_PER_MODEL
+    ranked = [
+        [(r.model, r.per_document) for r in rank_models(find_documents(folder), WordOptions())]
+        for folder in (per_document, per_model)
+    ]
+    assert ranked[0] == ranked[1]
+    # the metric library on each file is the oracle for the per-document scores
+    for model, scores in ranked[1]:
+        for doc, truth in TRUTHS.items():
+            assert scores[doc]["f1"] == word_metrics(OUTPUTS[model][doc], truth)["f1"]
+
+    assert run_compare(str(per_model)) == 0
+    assert "layout: ground-truth folder + one folder per model" in capsys.readouterr().out
+    assert run_compare(str(per_document)) == 0
+    assert "layout: gt.txt + <model>_out.txt" in capsys.readouterr().out
+
+
+def test_folder_per_model_pairs_files_by_stem_and_says_what_it_left_out(tmp_path: Path) -> None:
+    write_files(tmp_path, {
+        "ground_truth/p1.md": "# Title\n\nbody text", "ground_truth/p2.txt": "second page",
+        "ground_truth/p3.txt": "nobody read this",
+        "model-x/p1.md": "# Title\n\nbody text", "model-x/p2.txt": "second page",
+        "model_y/p2.txt": "second", "model_y/stray.txt": "no truth for me",
+    })
+    with pytest.warns(UserWarning) as caught:
+        documents = find_documents(tmp_path)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "p3.txt: no model folder has p3.txt, skipped" in messages
+    assert "model_y/stray.txt: no ground truth stray.txt in ground_truth/, ignored" in messages
+    assert [(d.name, sorted(d.outputs)) for d in documents] == [
+        ("p1", ["model-x"]), ("p2", ["model-x", "model_y"])
+    ]
+    assert documents[0].ground_truth == "# Title\n\nbody text"
+
+
+def test_a_folder_in_neither_layout_names_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {"model_a/doc.txt": "text"})
+    assert run_compare(str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert "no gt.txt" in err and "ground-truth folder (gt/, gts/" in err
+    write_files(tmp_path, {"gt/doc.txt": "text", "gts/doc.txt": "text"})
+    assert run_compare(str(tmp_path)) == 2
+    assert "several ground-truth folders (gt, gts)" in capsys.readouterr().err
+    (tmp_path / "gts" / "doc.txt").unlink()
+    (tmp_path / "gts").rmdir()
+    write_files(tmp_path, {"model_a/doc.md": "same document twice"})
+    assert run_compare(str(tmp_path)) == 2
+    assert "doc.md and doc.txt are one document" in capsys.readouterr().err
+
+
+LOOP = "the same three words " * 40  # 40 repeats of "the same three" > 30
+
+
+def test_empty_and_degenerate_outputs_are_flagged_in_table_csv_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path / "docs", {
+        "d1/gt.txt": "a short ground truth", "d1/good_out.txt": "a short ground truth",
+        "d1/loopy_out.txt": LOOP, "d1/blank_out.txt": " \n",
+        "d2/gt.txt": "another page", "d2/good_out.txt": "another page",
+        "d2/loopy_out.txt": "another page", "d2/blank_out.txt": "another page",
+    })
+    html, table = tmp_path / "r.html", tmp_path / "r.csv"
+    assert run_compare(str(tmp_path / "docs"), "--html", str(html), "--csv", str(table)) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line for line in out.splitlines() if line[:4].strip().isdigit()}
+    assert "  -  " in rows["good"]
+    assert "1 empty" in rows["blank"] and "degenerate" not in rows["blank"]
+    assert "1 degenerate" in rows["loopy"] and "empty" not in rows["loopy"]
+    assert "loopy: degenerate output on d1" in out and "blank: empty output on d1" in out
+    assert "repeated more than 30 times" in out
+
+    shares = {r["model"]: r for r in csv.DictReader(io.StringIO(table.read_text("utf-8")))}
+    assert float(shares["loopy"]["degenerate_output_rate"]) == 0.5
+    assert float(shares["blank"]["empty_output_rate"]) == 0.5
+    assert float(shares["good"]["degenerate_output_rate"]) == 0.0
+
+    page = html.read_text("utf-8")
+    assert ">1 degenerate<" in page and ">1 empty<" in page  # ranking
+    assert ">degenerate<" in page and ">empty<" in page  # the d1 table
+    assert "loopy — F1" in page and "— degenerate" in page  # drill-down label
+
+
+def test_a_loop_at_the_threshold_is_not_flagged() -> None:
+    at_limit = "one two three " * 30  # "one two three" occurs exactly 30 times
+    scores = compare.score_output(at_limit, "one two three", WordOptions())
+    assert scores["degenerate_output_rate"] == 0.0
+    over = compare.score_output(at_limit + "one two three", "one two three", WordOptions())
+    assert over["degenerate_output_rate"] == 1.0
+
+
+def test_the_real_deepseek_repetition_loop_is_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DeepSeek-OCR's 32 KB output on the Cymbeline page repeats its lines: flagged."""
+    data = os.environ.get("EVALSUITE_DATA")
+    folder = Path(data) / "ocrmetrics_examples" if data else None
+    if folder is None or not folder.is_dir():
+        pytest.skip("EVALSUITE_DATA/ocrmetrics_examples is absent (set EVALSUITE_DATA)")
+    loop = folder / "1e0936a669a69c45" / "deepseek_out.txt"
+    lines = [line for line in loop.read_text("utf-8").splitlines() if line.strip()]
+    assert loop.stat().st_size > 30_000
+    assert Counter(lines).most_common(1)[0][1] > 30  # independent of the n-gram rule
+
+    html = tmp_path / "r.html"
+    assert run_compare(str(folder), "--html", str(html)) == 0
+    out = capsys.readouterr().out
+    assert "deepseek: degenerate output on 1e0936a669a69c45" in out
+    [row] = [line for line in out.splitlines() if " deepseek " in line]
+    assert "1 degenerate" in row
+    assert "deepseek — F1" in html.read_text("utf-8")
+    assert "— degenerate" in html.read_text("utf-8")
+    with pytest.warns(UserWarning, match="counted as model qwen2_5"):
+        documents = find_documents(folder)
+    [deepseek] = [r for r in rank_models(documents, WordOptions()) if r.model == "deepseek"]
+    assert deepseek.flagged(compare.DEGENERATE) == ["1e0936a669a69c45"]
+    assert deepseek.flagged(compare.EMPTY) == []

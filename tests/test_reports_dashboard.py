@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import shutil
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,14 +14,21 @@ import pytest
 from reports_builder import (
     FOX_ERROR,
     RENDER_CONFIGS,
+    BuiltRun,
     build_runs,
     expected_charts,
     write_reports,
 )
 
+from evalsuite.benchmarks import fox
 from evalsuite.records.history import read_history
-from evalsuite.reports import dashboard
+from evalsuite.records.model import BenchmarkRecord, MetricSummary
+from evalsuite.records.results import RunMetadata
+from evalsuite.reports import charts, dashboard
+from evalsuite.reports.charts import run_labels, trend_charts
 from evalsuite.reports.geometry import nice_ticks, tick_label
+from evalsuite.reports.series import Point, SeriesKey
+from evalsuite.runner import EMPTY_OUTPUT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -94,7 +102,7 @@ def test_rankings_medals_regressions_and_golden_lines(built: tuple[list, Path]) 
     page = dashboard.build_dashboard(entries, history_dir=history.parent, golden=golden).html
 
     fox = page.split('id="bench-fox"')[1].split("<section")[0]
-    ranking = fox.split('id="rank-fox"')[1].split("</table>")[0]
+    ranking = fox.split('id="rank-fox-fixtures"')[1].split("</table>")[0]
     engines = re.findall(
         r'<td class="text" data-sort="([^"]+)">[^<]*</td>'
         r'<td class="text" data-sort="(mode=\w+)"',
@@ -106,11 +114,15 @@ def test_rankings_medals_regressions_and_golden_lines(built: tuple[list, Path]) 
     assert engines == sorted(newest, key=newest.__getitem__, reverse=True)
     assert engines[-1] == ("tiny-deepseek-ocr-2", "mode=tiny")
     assert ranking.count('class="medal gold"') == 1 and ranking.count('class="medal bronze"') == 1
-    assert len(FOX_ERROR) == ranking.count("<tr>") - 1
+    assert len(FOX_ERROR) == ranking.count("<tr") - 1
+    # the regressed row (the newest tiny-mode run) is marked, and only it
+    (marked,) = re.findall(r'<tr class="regressed">.*?</tr>', ranking)
+    assert "▼ regressed" in marked and 'data-sort="mode=tiny"' in marked
 
     # The drop of tiny mode is flagged in the status and ringed on its chart; the golden
     # fixture's one entry (tesseract) is a dashed line.
-    listed = re.findall(r"<li>([^<]*)</li>", fox.split('class="regressions"')[1].split("</ul>")[0])
+    listed = re.findall(r"<li>([^<]*)</li>",
+                        fox.split('<ul class="regressions">')[1].split("</ul>")[0])
     assert listed and all(
         item.startswith("tiny-deepseek-ocr-2 data=fixtures mode=tiny · edit_precision")
         for item in listed
@@ -122,10 +134,10 @@ def test_rankings_medals_regressions_and_golden_lines(built: tuple[list, Path]) 
     assert 'class="golden"' not in plain
     render = plain.split('id="bench-render-configs"')[1].split("<section")[0]
     assert 'class="flag flag-improved"' in render
-    # An OCR record and a record per QA condition for each configuration.
-    assert render.split('id="rank-render-configs"')[1].split("</table>")[0].count("<tr>") - 1 == (
-        3 * len(RENDER_CONFIGS)
-    )
+    # An OCR record and a record per QA condition for each configuration, ranked apart.
+    for table in ("", "-condition-text", "-condition-vision"):
+        rows = render.split(f'id="rank-render-configs-fixtures{table}"')[1].split("</table>")[0]
+        assert rows.count("<tr") - 1 == len(RENDER_CONFIGS), table
 
 
 def test_the_drill_down_holds_the_worst_samples_with_aligned_words(
@@ -186,3 +198,141 @@ def test_axis_ticks_are_round_and_cover_the_range(
     ticks = nice_ticks(low, high)
     assert ticks == pytest.approx(expected)
     assert [tick_label(t, ticks) for t in ticks[:2]] == labels
+
+
+# --- the redesign: like-with-like rankings, small multiples, ranges, long histories --------
+
+
+def _history(tmp_path: Path, runs: list[list[BenchmarkRecord]], *, hours: int = 24) -> Path:
+    """A history of runs ``hours`` apart holding ``runs``' records."""
+    built = []
+    for index, records in enumerate(runs):
+        created = datetime(2026, 1, 1, 6, tzinfo=UTC) + timedelta(hours=hours * index)
+        metadata = RunMetadata(run_id=f"{created:%Y%m%dT%H%M%SZ}-{index:06x}",
+                               created_utc=created.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        built.append(BuiltRun(metadata, records))
+    return write_reports(tmp_path, built)
+
+
+def _record(
+    engine: str, parameter: str, data: str = "fixtures", **values: float
+) -> BenchmarkRecord:
+    metrics = {name: MetricSummary(value, 10, value - 0.1, value + 0.1)
+               for name, value in values.items()}
+    return BenchmarkRecord("fox", engine, parameter, metrics, data=data)
+
+
+def _page(history: Path) -> str:
+    entries = read_history(history)
+    return dashboard.build_dashboard(entries, history_dir=history.parent, golden={}).html
+
+
+def _rank_cells(page: str, table_id: str) -> list[tuple[str, str, str]]:
+    """(rank shown, medal class, engine) per row of the table."""
+    table = page.split(f'id="{table_id}"')[1].split("</table>")[0]
+    return re.findall(r'<span(?: class="medal (\w+)")?>([^<]*)</span>(?:.*?)</td>'
+                      r'<td class="text" data-sort="([^"]+)"', table)
+
+
+def test_rankings_compare_like_with_like_tie_equal_values_and_keep_medals_above_the_floor(
+    tmp_path: Path,
+) -> None:
+    floor = dashboard.MEDAL_FLOOR
+    records = [
+        _record("a", "mode=small", edit_precision=0.9),
+        _record("b", "mode=small", edit_precision=0.9),  # a tie with a
+        _record("c", "mode=small", edit_precision=floor + 0.01),
+        _record("d", "mode=small", edit_precision=floor - 0.01),  # below the floor
+        _record("a", "mode=small", data="study@1", edit_precision=0.2),
+        _record("b", "mode=small", data="study@1", edit_precision=0.1),
+    ]
+    page = _page(_history(tmp_path, [records]))
+    assert _rank_cells(page, "rank-fox-fixtures") == [
+        ("gold", "1=", "a"), ("gold", "1=", "b"), ("bronze", "3", "c"), ("", "4", "d"),
+    ]
+    # the study's documents are ranked on their own, and 0.2 and 0.1 earn no medal
+    assert _rank_cells(page, "rank-fox-study-1") == [("", "1", "a"), ("", "2", "b")]
+
+
+def test_a_descriptive_headline_ranks_nothing_and_says_so(tmp_path: Path) -> None:
+    records = [_record(e, "mode=small", data="study@1", valid_vision_tokens=v)
+               for e, v in (("a", 64.0), ("b", 100.0))]
+    page = _page(_history(tmp_path, [records]))
+    assert "valid_vision_tokens has no better direction: not ranked" in page
+    assert _rank_cells(page, "rank-fox-study-1") == [("", "—", "a"), ("", "—", "b")]
+    assert "higher is better" not in page  # the spec says descriptive, whatever the record says
+
+
+def test_trend_charts_are_small_multiples_with_stable_colors_and_clipped_whiskers() -> None:
+    configs = [f"mode=small,config=c{i:02d}" for i in range(15)]
+    series: dict[SeriesKey, list[Point]] = {}
+    for run in range(3):
+        for parameter in configs:
+            for metric, (value, low, high) in {
+                "edit_precision": (0.99, 0.9, 1.06),  # a t interval past 1
+                "gt_compression": (3.0, -5.0, 11.0),  # ... and below 0
+                "valid_vision_tokens": (100.0, 100.0, 100.0),
+                "empty_output_rate": (0.0, 0.0, 0.49),
+            }.items():
+                key = SeriesKey("fox", "replay", "fixtures", parameter, metric)
+                summary = MetricSummary(value, 8, low, high, "proportion" if "rate" in metric
+                                        else "mean", "higher")  # as an old record said it
+                series.setdefault(key, []).append(
+                    Point(f"run{run}", f"2026-01-0{run + 1}T06:00:00Z", None, summary))
+    specs = {spec.name: spec for spec in fox.METRICS} | {"empty_output_rate": EMPTY_OUTPUT}
+    charts, flat = trend_charts("fox", series, {}, None, specs)
+
+    assert [item.text for item in flat] == ["empty_output_rate: 0 in all 3 runs"]
+    by_metric: dict[str, list] = {}
+    for chart in charts:
+        by_metric.setdefault(chart.y_label, []).append(chart)
+    assert sorted(by_metric) == ["edit_precision", "gt_compression", "valid_vision_tokens"]
+    colors = {}
+    for group in by_metric.values():
+        assert [len(c.series) for c in group] == [5, 5, 5]  # 15 split evenly, at most 6
+        for chart in group:
+            assert len({s.color for s in chart.series}) == len(chart.series)
+            for line in chart.series:
+                assert colors.setdefault((chart.title.split(" · ", 1)[1], line.label),
+                                         line.color) == line.color  # same in every metric
+    assert len(colors) == 15
+    (precision,) = {p.high for c in by_metric["edit_precision"] for s in c.series for p in s.points}
+    (compression,) = {p.low for c in by_metric["gt_compression"] for s in c.series
+                      for p in s.points}
+    assert (precision, compression) == (1.0, 0.0)
+    assert all(c.note == "mean, descriptive" for c in by_metric["valid_vision_tokens"])
+    assert all(c.note == "mean, higher is better" for c in by_metric["edit_precision"])
+
+
+@pytest.mark.parametrize(
+    ("runs", "labels"),
+    [
+        ([("2026-01-01T06:00:00Z", "r1", None), ("2026-01-02T06:00:00Z", "r2", None)],
+         ["01-01", "01-02"]),
+        ([("2026-01-01T06:00:00Z", "r1", None), ("2026-01-01T18:30:00Z", "r2", None)],
+         ["01-01 06:00", "01-01 18:30"]),
+        ([("2026-01-01T06:00:01Z", "r1", None), ("2026-01-01T06:00:02Z", "r2", None)],
+         ["r1", "r2"]),
+        ([("2026-01-01T06:00:00Z", "r1", "nightly"), ("2026-01-01T07:00:00Z", "r2", "ft")],
+         ["nightly", "ft"]),
+    ],
+)
+def test_runs_on_the_x_axis_have_distinct_labels(runs: list, labels: list[str]) -> None:
+    assert run_labels(runs) == labels
+
+
+def test_a_long_history_draws_the_newest_runs_and_keeps_the_page_bounded(tmp_path: Path) -> None:
+    many = charts.MAX_RUNS_DRAWN * 4
+
+    def runs(count: int) -> list[list[BenchmarkRecord]]:  # the newest ones alike
+        return [[_record(e, f"mode={m}", edit_precision=0.5 + (count - i) % 7 / 20)
+                 for e in ("a", "b") for m in ("tiny", "small")] for i in range(count)]
+
+    half = _page(_history(tmp_path / "half", runs(many // 2), hours=5))
+    long = _page(_history(tmp_path / "long", runs(many), hours=5))
+    hidden = many - charts.MAX_RUNS_DRAWN
+    assert f"{hidden:,} older runs not drawn (2026-01-01 to " in long
+    dots = re.findall(r'<circle class="dot"', long)
+    assert len(dots) == 4 * charts.MAX_RUNS_DRAWN
+    assert abs(len(long) - len(half)) < 0.002 * len(half)  # twice the runs, the same page
+    assert len(long.encode()) < dashboard.PAGE_BYTES_BOUND

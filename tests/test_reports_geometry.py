@@ -14,10 +14,13 @@ from evalsuite.reports.charts import Chart, ChartPoint, ChartSeries
 from evalsuite.reports.geometry import (
     BOTTOM,
     CAPTION_HEIGHT,
+    CHAR_WIDTH,
     HEIGHT,
     LEFT,
     REGRESSED_COLOR,
     RIGHT,
+    TIGHT_CHAR_WIDTH,
+    TITLE_LINE,
     TOP,
     WIDTH,
     Circle,
@@ -126,10 +129,59 @@ def test_the_caption_holds_the_title_and_a_key_per_series_golden_line_and_ring()
     assert all(g.role != "caption" for g in layout(trend()).groups)  # the page has its own
     long = Chart("bars", "long", "t" * 40, "", "y", bars().series, groups=("a", "b"),
                  note="n" * 60)
-    (title,) = [s for g in layout(long, caption=True).groups for s in g.shapes
-                if isinstance(s, Text) and s.role == "title"]
-    assert title.text.endswith("…") and len(title.text) < len(title.title)
-    assert title.title == "t" * 40 + "  (" + "n" * 60 + ")"
+    titles = [s for g in layout(long, caption=True).groups for s in g.shapes
+              if isinstance(s, Text) and s.role == "title"]
+    assert len(titles) == 2 and titles[1].y > titles[0].y  # wrapped, never cut
+    assert " ".join(t.text for t in titles) == "t" * 40 + " (" + "n" * 60 + ")"
+    plot_top = min(s.y1 for s in shapes(long, Line, caption=True) if s.role == "grid")
+    assert plot_top == pytest.approx(CAPTION_HEIGHT + TITLE_LINE + TOP)  # the plot moved down
+
+
+def test_long_x_labels_stand_upright_whole_and_the_chart_grows_for_them():
+    groups = tuple(f"config_{name}_low_contrast" for name in "abcde")
+    chart = Chart("bars", "long", "t", "", "y", (ChartSeries("s", tuple(
+        ChartPoint(i, 0.5) for i in range(5))),), groups=groups)
+    labels = [t for t in shapes(chart, Text) if t.text in groups]
+    assert [t.text for t in labels] == list(groups)
+    assert all(t.rotate == 90 and t.anchor == "end" for t in labels)
+    drawing = layout(chart)
+    longest = max(len(g) for g in groups) * TIGHT_CHAR_WIDTH
+    assert drawing.height >= HEIGHT - BOTTOM + longest  # the labels' whole length fits
+    short = Chart("bars", "short", "t", "", "y", chart.series, groups=tuple("abcde"))
+    assert all(t.rotate == 0 for t in shapes(short, Text) if t.text in "abcde")
+    assert layout(short).height == HEIGHT
+
+
+def test_x_labels_at_the_ends_stay_inside_the_drawing():
+    points = (ChartPoint(0, 0.5), ChartPoint(1, 0.6))
+    chart = Chart("line", "ends", "t", "run", "y", (ChartSeries("s", points),),
+                  x_ticks=((0, "11-23 08:02"), (1, "11-23 10:02")))
+    first, last = [t for t in shapes(chart, Text) if t.text.startswith("11-23")]
+    assert first.anchor == last.anchor == "middle" and first.rotate == last.rotate == 0
+    for label in (first, last):
+        half = len(label.text) * CHAR_WIDTH / 2
+        assert label.x - half >= 0 and label.x + half <= WIDTH
+
+
+def test_legend_labels_wrap_instead_of_being_cut():
+    label = "replay mode=small,config=color_low_contrast,condition=vision," * 2
+    chart = Chart("bars", "legend", "t", "", "y", (ChartSeries(label, (ChartPoint(0, 0.5),)),),
+                  groups=("a",))
+    lines = [s.text for s in shapes(chart, Text, caption=True) if s.role == "legend"]
+    assert len(lines) > 1 and " ".join(lines) == label.rstrip()
+
+
+def test_intervals_are_whiskers_within_the_metric_range():
+    points = (ChartPoint(0, 0.98, 0.9, 1.0), ChartPoint(1, 0.5, 0.0, 0.7))
+    chart = Chart("line", "w", "t", "run", "y", (ChartSeries("s", points, color=BLUE),),
+                  x_ticks=((0, "a"), (1, "b")), value_range=(0.0, 1.0))
+    dots = [c for c in shapes(chart, Circle) if c.role == "dot"]
+    whiskers = [line for line in shapes(chart, Line) if line.role == "interval"]
+    assert [(w.x1, w.x2) for w in whiskers] == [(d.cx, d.cx) for d in dots]
+    assert not shapes(chart, Polygon)  # no band
+    grid = sorted(line.y1 for line in shapes(chart, Line) if line.role == "grid")
+    assert min(w.y2 for w in whiskers) == pytest.approx(grid[0])  # 1.0 is the top tick
+    assert max(w.y1 for w in whiskers) == pytest.approx(grid[-1])  # 0.0 the bottom one
 
 
 def test_svg_escapes_labels_and_keeps_hover_titles():

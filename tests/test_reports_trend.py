@@ -36,13 +36,13 @@ def in_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (
             ["--benchmark", "fox", "--metric", "edit_precision", "--last", "4",
-             "--golden-dir", "absent", "--fail-on-regression"],
+             "--golden-dir", "absent", "--fail-on-regression", "--all"],
             "trend_fox_edit_precision.txt",
             1,
         ),
         (
             ["--benchmark", "render_configs", "--metric", "accuracy", "--last", "3",
-             "--golden-dir", "golden", "--fail-on-regression"],
+             "--golden-dir", "golden", "--fail-on-regression", "--all"],
             "trend_render_configs_accuracy.txt",
             0,
         ),
@@ -81,7 +81,7 @@ def test_without_the_flag_a_regression_still_exits_zero(
     out = capsys.readouterr().out
     assert "1 regression(s)" in out
     for benchmark in ("fox", "render_configs", "quality"):
-        assert f"\n{benchmark} · " in out
+        assert f"\n{benchmark}\n" in out
     assert "edit_precision[" not in out  # per-group aggregates only on request
 
 
@@ -89,12 +89,13 @@ def test_per_group_aggregates_on_request(
     in_fixtures: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--history", "history.jsonl", "--golden-dir", "absent", "--fail-on-regression"]
-    assert run_trend(*argv, "--groups") == 1
+    assert run_trend(*argv, "--groups", "--all") == 1
     out = capsys.readouterr().out
     assert "7 regression(s)" in out  # tiny mode's edit_precision and 6 of its token bins
     assert "\nfox · edit_precision[1200-1300] (mean, higher is better)" in out
     assert run_trend(*argv, "--metric", "edit_precision[600-700]") == 0
-    assert "fox · edit_precision[600-700]" in capsys.readouterr().out
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert sum(row[:1] == ["edit_precision[600-700]"] for row in rows) == 3  # one per series
 
 
 def test_a_golden_tolerance_decides_instead_of_the_interval(
@@ -125,7 +126,7 @@ def test_proportion_regressions_use_the_one_sided_exact_binomial_test(
         append_history(history, meta, [record])
 
     code = run_trend("--history", str(history), "--golden-dir", str(tmp_path),
-                     "--fail-on-regression")
+                     "--fail-on-regression", "--all")
     out = capsys.readouterr().out
     assert code == 1
     p_value = scipy_stats.binom.cdf(18, 30, 26 / 30)  # P(X <= 18 | n=30, p0=26/30)
@@ -180,7 +181,8 @@ def test_runs_on_other_data_make_another_series(
         record = BenchmarkRecord("fox", "e", "mode=tiny", {"ep": summary}, data=data)
         meta = RunMetadata(run_id=run_id, created_utc=f"2025-11-0{day}T00:00:00Z")
         append_history(history, meta, [record])
-    argv = ["--history", str(history), "--golden-dir", str(tmp_path), "--fail-on-regression"]
+    argv = ["--history", str(history), "--golden-dir", str(tmp_path), "--fail-on-regression",
+            "--all"]
     assert run_trend(*argv) == 0
     out = capsys.readouterr().out.splitlines()
     rows = {run: line.split() for line in out for run in ("run1", "run2", "run3")
@@ -201,3 +203,43 @@ def test_runs_on_other_data_make_another_series(
     assert run_trend(*argv) == 0
     golden("fixtures")
     assert run_trend(*argv) == 1  # tolerance 0: the drop of 0.01 regressed
+
+
+def test_the_default_prints_one_line_per_series_with_last_value_deltas_and_sparkline(
+    in_fixtures: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Six runs, 51 series: the default view has one row per series (the long form, a row per
+    run); the tesseract row is compared with its golden entry, the regressed series is flagged."""
+    assert run_trend("--history", "history.jsonl", "--golden-dir", "golden") == 0
+    out = capsys.readouterr().out.splitlines()
+    history = [json.loads(line) for line in (FIXTURES / "history.jsonl").read_text().splitlines()]
+    newest = history[-1]["records"]
+    series = {
+        (r["benchmark"], r["engine"], r["data"], r["parameter"], metric): summary["value"]
+        for r in newest
+        for metric, summary in r["metrics"].items()
+        if "[" not in metric
+    }
+    rows = [line.split() for line in out
+            if line.startswith("  ") and not line.startswith("  fox [")]
+    data_rows = [row for row in rows if row[0] != "metric"]
+    assert len(data_rows) == len(series)
+    assert len(out) < 2 * len(series)  # the long form has a row per run: 6x as many
+    [tesseract] = [r for r in data_rows if r[:2] == ["edit_precision", "tesseract"]]
+    golden = json.loads((FIXTURES / "golden" / "fox.json").read_text())["entries"][0]["value"]
+    value = series[("fox", "tesseract", "fixtures", "mode=native", "edit_precision")]
+    assert tesseract[4] == f"{value:.4g}"
+    assert tesseract[7] == f"{value - golden:+.4g}"
+    [tiny] = [r for r in data_rows if r[:4] == ["edit_precision", "tiny-deepseek-ocr-2",
+                                                "fixtures", "mode=tiny"]]
+    assert tiny[-2:] == ["▼", "REGRESSED"]
+    values = [
+        r["metrics"]["edit_precision"]["value"]
+        for run in history
+        for r in run["records"]
+        if (r["benchmark"], r["engine"], r["parameter"]) == ("fox", "tiny-deepseek-ocr-2",
+                                                             "mode=tiny")
+    ]
+    assert len(tiny[-3]) == len(values) == 6
+    assert tiny[-3][-1] == "▁" and values[-1] == min(values)  # the newest, the lowest
+    assert tiny[6] == f"{values[-1] - values[-2]:+.4g}"

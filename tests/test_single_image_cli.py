@@ -259,9 +259,9 @@ def bad_inputs(page, tmp_path):
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--image", "{tmp}/absent.png", "--dry-run"], ["absent.png", "does not exist"]),
-        (["--image", "{text_as_png}", "--dry-run"], ["cannot read image", "notes.png"]),
-        (["--image", "{truncated}", "--engine", "tesseract"], ["cannot read image", "cut.png"]),
+        (["--image", "{tmp}/absent.png", "--dry-run"], ["absent.png: no such file"]),
+        (["--image", "{text_as_png}", "--dry-run"], ["notes.png: not an image Pillow can read"]),
+        (["--image", "{truncated}", "--engine", "tesseract"], ["cut.png: truncated or corrupt"]),
         (["--image", "{image}", "--ground-truth", "{latin1}", "--dry-run"], ["not UTF-8"]),
         (["--image", "{image}", "--mode", "huge", "--dry-run"], ["unknown mode 'huge'", "gundam"]),
         (

@@ -17,6 +17,8 @@ import pytest
 
 from evalsuite import single_image
 from evalsuite import tokenizer as tokenizer_module
+from evalsuite.benchmarks import FIXTURES_DIR
+from evalsuite.records.results import read_results
 from evalsuite.render import RenderConfig, render_text
 from evalsuite.tokenizer import (
     TokenizerUnavailableError,
@@ -25,7 +27,12 @@ from evalsuite.tokenizer import (
     deepseek_ocr_method,
     deepseek_ocr_tokenizer,
 )
-from evalsuite.tokens import compression_ratio, text_token_count
+from evalsuite.tokens import (
+    compression_ratio,
+    count_with_checkpoint,
+    default_count_method,
+    text_token_count,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -310,3 +317,43 @@ def test_dry_run_counts_with_model_path_tokenizer(capsys, page_and_truth, tmp_pa
     assert report["ground_truth"]["tokens_method"] == f"tokenizer:checkpoint {folder.resolve()}"
     status, error = dry_run(capsys, *page_and_truth, "--model-path", str(tmp_path))
     assert status == 2 and "has no tokenizer.json" in error and len(error.splitlines()) == 1
+
+
+def test_count_with_checkpoint_sets_and_restores_the_default_counter(tmp_path) -> None:
+    text = "Total: $1,229.20 due 2024-11-15"
+    folder = word_level_checkpoint(tmp_path / "ckpt", text.split())
+    packaged = default_count_method()
+    previous = count_with_checkpoint(folder)
+    try:
+        assert text_token_count(text) == 4
+        assert default_count_method() == text_token_count(text).method
+        assert default_count_method() == f"tokenizer:checkpoint {folder.resolve()}"
+    finally:
+        count_with_checkpoint(previous)
+    assert text_token_count(text) == 16 and default_count_method() == packaged
+    with pytest.raises(TokenizerUnavailableError, match=r"tokenizer\.json"):
+        count_with_checkpoint(tmp_path)  # a folder without a tokenizer is named, not ignored
+    assert default_count_method() == packaged
+
+
+def test_a_run_given_weights_counts_with_their_tokenizer_and_says_so(tmp_path) -> None:
+    """`--model-path DIR` makes DIR's tokenizer count the Fox bins; results.json names it."""
+    from tests.test_bench_front_end import needs_tesseract, run_pytest
+
+    if needs_tesseract.args[0]:
+        pytest.skip(needs_tesseract.kwargs["reason"])
+    fox = FIXTURES_DIR / "fox" / "focus_benchmark_test" / "en_page_ocr.json"
+    truths = [item["conversations"][1]["value"] for item in json.loads(fox.read_text("utf-8"))]
+    words = sorted({word for truth in truths for word in truth.split()})
+    folder = word_level_checkpoint(tmp_path / "ckpt", words)
+    reports = tmp_path / "reports"
+    done = run_pytest(
+        "benches/test_fox.py::test_fox_pages", "--engine", "tesseract", "--model-path",
+        str(folder), "--golden-dir", str(tmp_path / "golden"), "--report-dir", str(reports),
+        "--update-golden",
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    results = read_results(next(reports.glob("*/results.json")))
+    assert results.metadata.token_counter == f"tokenizer:checkpoint {folder.resolve()}"
+    counted = sorted(s.details["gt_tokens"] for r in results.records for s in r.samples)
+    assert counted == sorted(len(truth.split()) for truth in truths)

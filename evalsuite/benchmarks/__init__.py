@@ -25,6 +25,7 @@ from typing import Any
 from evalsuite.datasets import data_identity
 from evalsuite.datasets.fetch import FetchSpec
 from evalsuite.errors import UnknownBenchmarkError
+from evalsuite.runner import MetricSpec, with_output_health
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
@@ -38,15 +39,18 @@ BUILTIN_DECLARATIONS = (
     "evalsuite.benchmarks.surya_detection",
     "evalsuite.benchmarks.surya_recognition",
     "evalsuite.benchmarks.finix",
+    "evalsuite.benchmarks.pages",
 )
 
 
 @dataclass(frozen=True)
 class DataSource:
     """One set of samples a benchmark runs on: the project's own fixtures (``fixtures`` is an
-    absolute folder), or real data under the data folder (``folder``, relative to it, present
-    when every path of ``requires`` exists inside it). ``loader`` reads the located folder (or
-    file) into what the benchmark's sample builders take (a list of pages, a study, ...).
+    absolute folder), real data under the data folder (``folder``, relative to it, present
+    when every path of ``requires`` exists inside it), or the user's own folder named by a
+    command-line option (``option``, e.g. ``--pages-dir``; present when the option is given).
+    ``loader`` reads the located folder (or file) into what the benchmark's sample builders take
+    (a list of pages, a study, ...).
 
     ``fetch`` says how ``evalsuite data fetch`` downloads it; None when it cannot be fetched
     (the description then says where a user puts it).
@@ -59,19 +63,27 @@ class DataSource:
     folder: str | None = None
     requires: tuple[str, ...] = ()
     fetch: FetchSpec | None = None
+    option: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.fixtures is None) == (self.folder is None):
-            raise ValueError(f"data source {self.name!r}: give exactly one of fixtures, folder")
+        if sum(x is not None for x in (self.fixtures, self.folder, self.option)) != 1:
+            raise ValueError(
+                f"data source {self.name!r}: give exactly one of fixtures, folder, option"
+            )
 
     @property
     def is_fixture(self) -> bool:
         return self.fixtures is not None
 
-    def locate(self, data_dir: Path | None) -> Path | None:
-        """Where this source's files are, or None when it is absent."""
+    def locate(
+        self, data_dir: Path | None, option_dirs: Mapping[str, Path] | None = None
+    ) -> Path | None:
+        """Where this source's files are, or None when it is absent. ``option_dirs``: the
+        folders given on the command line, by option (``{"--pages-dir": Path(...)}``)."""
         if self.fixtures is not None:
             return self.fixtures
+        if self.option is not None:
+            return (option_dirs or {}).get(self.option)
         if data_dir is None or self.folder is None:
             return None
         folder = data_dir / self.folder
@@ -79,12 +91,13 @@ class DataSource:
             return None
         return folder
 
-    def identity(self, location: Path) -> str:
+    def identity(self, location: Path, name: str | None = None) -> str:
         """The data part of golden keys: the source name for fixtures (versioned with the
-        project), else ``name@revision`` (see :func:`evalsuite.datasets.data_identity`)."""
+        project), else ``name@revision`` (see :func:`evalsuite.datasets.data_identity`);
+        ``name`` replaces the source's name (a user's folder: the dataset name they chose)."""
         if self.is_fixture:
             return self.name
-        return f"{self.name}@{data_identity(location)}"
+        return f"{name or self.name}@{data_identity(location)}"
 
 
 @dataclass(frozen=True)
@@ -95,7 +108,7 @@ class Benchmark:
     ``--gpu``, ``gpu_engines`` with it; ``default_modes`` apply to engines that have modes;
     ``needs_vlm`` marks question answering that OCR-only engines cannot do; ``order`` places it
     on the dashboard; ``sample_caps`` limits the samples per engine by default (``--max-samples``
-    overrides).
+    overrides); ``metrics`` are its metric specs (direction, range), which reports read.
     """
 
     name: str
@@ -110,6 +123,7 @@ class Benchmark:
     sample_caps: Mapping[str, int] = field(
         default_factory=lambda: MappingProxyType({"tiny-deepseek-ocr-2": 4})
     )
+    metrics: tuple[MetricSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -118,6 +132,10 @@ class Benchmark:
         if not names or len(set(names)) != len(names):
             raise ValueError(f"benchmark {self.name!r} needs data sources with distinct names")
 
+    def metric_spec(self, name: str) -> MetricSpec | None:
+        """The spec of metric ``name`` (the output-health shares included); None if undeclared."""
+        return next((m for m in with_output_health(self.metrics) if m.name == name), None)
+
     def source(self, name: str) -> DataSource:
         for source in self.sources:
             if source.name == name:
@@ -125,11 +143,13 @@ class Benchmark:
         known = ", ".join(s.name for s in self.sources)
         raise UnknownBenchmarkError(f"{self.name} has no data source {name!r}; it has {known}")
 
-    def available_sources(self, data_dir: Path | None) -> list[tuple[DataSource, Path]]:
+    def available_sources(
+        self, data_dir: Path | None, option_dirs: Mapping[str, Path] | None = None
+    ) -> list[tuple[DataSource, Path]]:
         """The sources present here, each with its folder, in declaration order."""
         found = []
         for source in self.sources:
-            location = source.locate(data_dir)
+            location = source.locate(data_dir, option_dirs)
             if location is not None:
                 found.append((source, location))
         return found

@@ -8,18 +8,25 @@ from collections.abc import Sequence
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
+from evalsuite.datasets.fetch import HubRows
 from evalsuite.datasets.finewiki import WikiArticle, load_finewiki
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.qa import first_word_match, word_overlap
 from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
 from evalsuite.render import PRESETS, page_image
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 from evalsuite.tokens import text_token_count
 
 CONTEXT_WORDS = 500
 TARGET_WORDS = 50
 DEFAULT_ARTICLES = 6
 INSTRUCTION = "Continue the text."
+
+METRICS = (
+    MetricSpec("word_overlap", bounds=UNIT, tolerance=0.02),
+    MetricSpec("first_word_match", kind="proportion"),
+    *CONTEXT_METRICS,
+)
 
 BENCHMARK = register(
     Benchmark(
@@ -35,9 +42,15 @@ BENCHMARK = register(
             ),
             DataSource(
                 "finewiki",
-                "FineWiki articles (HuggingFaceFW/finewiki) in Parquet",
+                "FineWiki articles (HuggingFaceFW/finewiki), the first rows of one language",
                 load_finewiki,
                 folder="finewiki",
+                fetch=HubRows(
+                    "HuggingFaceFW/finewiki",
+                    "8bd13e72e6a002407649b3e898535f42ceb1aeb9",
+                    config="en",
+                    default_max_rows=300,
+                ),
             ),
             DataSource(
                 "finewiki_like",
@@ -50,13 +63,8 @@ BENCHMARK = register(
         default_modes=("small",),
         needs_vlm=True,
         order=40,
+        metrics=METRICS,
     )
-)
-
-METRICS = (
-    MetricSpec("word_overlap", tolerance=0.02),
-    MetricSpec("first_word_match", kind="proportion"),
-    *CONTEXT_METRICS,
 )
 
 

@@ -8,19 +8,28 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.datasets.fetch import HubFiles
 from evalsuite.datasets.finix import FinixPage, load_finix_pages, load_pubtabnet_pages
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.markdown import evaluate_page
 from evalsuite.prompts import MARKDOWN
 from evalsuite.render import PRESETS, render_markdown
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 
 PUBTABNET_PAGES = 8
+FINIX_TRACK = "track1_finixdigital_242_insurance_terms"
 
 
 def pubtabnet_pages(location: Path) -> list[FinixPage]:
     return load_pubtabnet_pages(location, limit=PUBTABNET_PAGES)
 
+
+METRICS = (
+    MetricSpec("text_block_Edit_dist", bounds=UNIT, direction="lower", tolerance=0.03),
+    MetricSpec("reading_order_Edit_dist", bounds=UNIT, direction="lower", tolerance=0.03),
+    MetricSpec("table_TEDS", bounds=(0.0, 100.0), tolerance=3.0),
+    MetricSpec("success", kind="proportion"),
+)
 
 BENCHMARK = register(
     Benchmark(
@@ -36,9 +45,18 @@ BENCHMARK = register(
             ),
             DataSource(
                 "finix",
-                "FinixDocBench pages: ground-truth .md files with their page images",
+                "FinixDocBench's FinixDigital track (inclusionAI/FinixDocBench): mds/ ground-truth "
+                "pages, images/ their page images",
                 load_finix_pages,
-                folder="finix/gt",
+                folder="finix",
+                requires=("mds",),
+                # unpinned: only the short commit 6191402 of the last upload could be found
+                fetch=HubFiles(
+                    "inclusionAI/FinixDocBench",
+                    "main",
+                    patterns=(f"{FINIX_TRACK}/mds/*", f"{FINIX_TRACK}/images/*"),
+                    subfolder=FINIX_TRACK,
+                ),
             ),
             DataSource(
                 "pubtabnet",
@@ -51,14 +69,8 @@ BENCHMARK = register(
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2"),
         default_modes=("base",),
         order=70,
+        metrics=METRICS,
     )
-)
-
-METRICS = (
-    MetricSpec("text_block_Edit_dist", direction="lower", tolerance=0.03),
-    MetricSpec("reading_order_Edit_dist", direction="lower", tolerance=0.03),
-    MetricSpec("table_TEDS", tolerance=3.0),
-    MetricSpec("success", kind="proportion"),
 )
 
 

@@ -17,14 +17,14 @@ from typing import Any
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import ocr_scores
-from evalsuite.datasets.fetch import FetchSpec
+from evalsuite.datasets.fetch import HubFiles
 from evalsuite.datasets.fox import load_fox_pages
-from evalsuite.datasets.render_study import load_render_study
+from evalsuite.datasets.render_study import RENDER_STUDY_FETCH, load_render_study
 from evalsuite.engines.base import ImageInput, InferenceRequest, InferenceResult
 from evalsuite.prompts import FREE_OCR
 from evalsuite.records.model import SampleRecord
 from evalsuite.render import PRESETS, page_image
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 from evalsuite.tokens import text_token_count
 
 TOKEN_BIN = 100
@@ -70,6 +70,15 @@ def study_documents(location: Path) -> list[FoxItem]:
     ]
 
 
+METRICS = (
+    MetricSpec("edit_precision", bounds=UNIT, tolerance=0.02),
+    MetricSpec("normalized_edit_distance", bounds=UNIT, direction="lower", gate=False),
+    MetricSpec("word_f1", bounds=UNIT, tolerance=0.02),
+    MetricSpec("valid_vision_tokens", direction=None, gate=False),
+    MetricSpec("gt_compression", direction=None, gate=False),
+    MetricSpec("output_compression", direction=None, gate=False),
+)
+
 BENCHMARK = register(
     Benchmark(
         name="fox",
@@ -88,16 +97,16 @@ BENCHMARK = register(
                 fox_pages,
                 folder="fox",
                 requires=("focus_benchmark_test/en_page_ocr.json",),
-                fetch=FetchSpec(
+                fetch=HubFiles(
                     "ucaslcl/Fox_benchmark_data",
                     "d6c6f5202d61bf28c8cf9b7b777754dc9bbdc0e0",
-                    filename="focus_benchmark_test.zip",
-                    unzip=True,
+                    patterns=("focus_benchmark_test.zip",),
                 ),
             ),
             DataSource(
                 "fox_en_1",
-                "Fox page en_1's ground truth, rendered as a page (its image is not included)",
+                "Fox page en_1's ground truth, rendered as a page (its image is not included); "
+                "put galah92/deepseek-ocr-eval@a014a91e's fox_en_1_gt.txt there",
                 rendered_ground_truth,
                 folder="fox/en_1_gt.txt",
             ),
@@ -106,21 +115,15 @@ BENCHMARK = register(
                 "the render study's four documents (galah92/deepseek-ocr-eval), rendered",
                 study_documents,
                 folder="render_docs",
+                requires=("questions.json",),
+                fetch=RENDER_STUDY_FETCH,
             ),
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2", "replay"),
         default_modes=("tiny", "small", "base"),
         order=10,
+        metrics=METRICS,
     )
-)
-
-METRICS = (
-    MetricSpec("edit_precision", tolerance=0.02),
-    MetricSpec("normalized_edit_distance", direction="lower", gate=False),
-    MetricSpec("word_f1", tolerance=0.02),
-    MetricSpec("valid_vision_tokens", direction=None, gate=False),
-    MetricSpec("gt_compression", direction=None, gate=False),
-    MetricSpec("output_compression", direction=None, gate=False),
 )
 
 

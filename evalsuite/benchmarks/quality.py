@@ -10,6 +10,7 @@ from pathlib import Path
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
+from evalsuite.datasets.fetch import GitHubFiles
 from evalsuite.datasets.quality import QualityArticle, load_quality, quality_files
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
@@ -37,6 +38,8 @@ def load_articles(location: Path) -> list[QualityArticle]:
     return [article for path in quality_files(location) for article in load_quality(path)]
 
 
+METRICS = (MetricSpec("accuracy", kind="proportion"), *CONTEXT_METRICS)
+
 BENCHMARK = register(
     Benchmark(
         name="quality",
@@ -51,19 +54,24 @@ BENCHMARK = register(
             ),
             DataSource(
                 "quality",
-                "QuALITY v1.0.1 question sets (nyu-mll/quality)",
+                "QuALITY v1.0.1 question sets (nyu-mll/quality), the dev split (the test split "
+                "has no gold labels)",
                 load_articles,
                 folder="quality",
+                fetch=GitHubFiles(
+                    "nyu-mll/quality",
+                    "f84977c40dbfef70c9cab48037b7becfc8e45f73",
+                    paths=("data/v1.0.1/QuALITY.v1.0.1.htmlstripped.dev",),
+                ),
             ),
         ),
         cpu_engines=("tiny-deepseek-ocr-2",),
         default_modes=("small",),
         needs_vlm=True,
         order=30,
+        metrics=METRICS,
     )
 )
-
-METRICS = (MetricSpec("accuracy", kind="proportion"), *CONTEXT_METRICS)
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

@@ -13,7 +13,7 @@ from PIL import Image
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores, ocr_scores
-from evalsuite.datasets.render_study import RenderStudy, load_render_study
+from evalsuite.datasets.render_study import RENDER_STUDY_FETCH, RenderStudy, load_render_study
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.answers import expected_answer_found
 from evalsuite.prompts import (
@@ -24,13 +24,20 @@ from evalsuite.prompts import (
     vision_condition_prompt,
 )
 from evalsuite.render import PRESETS, page_image
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 from evalsuite.tokens import text_token_count
 
 DEFAULT_CONFIG = "default"
 """The study's top-level rendering (recorded with render_config null): the color_default preset."""
 QA_CONFIGS = (DEFAULT_CONFIG, *PRESETS)
 
+
+OCR_METRICS = (
+    MetricSpec("edit_precision", bounds=UNIT, tolerance=0.02),
+    MetricSpec("word_f1", bounds=UNIT, tolerance=0.02),
+    MetricSpec("gt_compression", direction=None, gate=False),
+)
+QA_METRICS = (MetricSpec("accuracy", kind="proportion"), *CONTEXT_METRICS)
 
 BENCHMARK = register(
     Benchmark(
@@ -50,20 +57,15 @@ BENCHMARK = register(
                 load_render_study,
                 folder="render_docs",
                 requires=("questions.json",),
+                fetch=RENDER_STUDY_FETCH,
             ),
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2", "replay"),
         default_modes=("small",),
         order=20,
+        metrics=(*OCR_METRICS, *QA_METRICS),
     )
 )
-
-OCR_METRICS = (
-    MetricSpec("edit_precision", tolerance=0.02),
-    MetricSpec("word_f1", tolerance=0.02),
-    MetricSpec("gt_compression", direction=None, gate=False),
-)
-QA_METRICS = (MetricSpec("accuracy", kind="proportion"), *CONTEXT_METRICS)
 
 
 def page_of(text: str, config_name: str) -> Image.Image:

@@ -29,13 +29,16 @@ def ocr_scores(
     output_tokens: int | None = None,
     ground_truth_tokens: int | None = None,
 ) -> dict[str, float | int | None]:
-    """Page-OCR scores: edit precision and distance (grounding markup removed), word F1, and
-    with vision tokens the compression ratios ground-truth/valid and output/valid tokens."""
+    """Page-OCR scores: edit precision and distance (grounding markup removed), word F1 and
+    CRR (:func:`~evalsuite.metrics.words.word_metrics`), and with vision tokens the compression
+    ratios ground-truth/valid and output/valid tokens."""
     text = strip_grounding(prediction)
+    words = word_metrics(text, ground_truth)
     scores: dict[str, float | int | None] = {
         "edit_precision": edit_precision(text, ground_truth),
         "normalized_edit_distance": normalized_edit_distance(text, ground_truth),
-        "word_f1": word_metrics(text, ground_truth)["f1"],
+        "word_f1": words["f1"],
+        "crr": words["crr"],
     }
     if valid_vision_tokens:
         scores["valid_vision_tokens"] = valid_vision_tokens

@@ -11,13 +11,14 @@ from pathlib import Path
 from PIL import Image
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.datasets.fetch import HubRows
 from evalsuite.datasets.surya import load_detection
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.engines.grounding import parse_grounding
 from evalsuite.metrics.boxes import detection_precision_recall
 from evalsuite.prompts import MARKDOWN
 from evalsuite.render import PRESETS, cached_render_text
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 
 COVERAGE_THRESHOLD = 0.5
 SYNTHETIC_PRESETS = ("font_sans", "font_serif", "size_large")
@@ -48,6 +49,11 @@ def dataset_pages(location: Path) -> list[DetectionItem]:
     return [DetectionItem(p.page_id, p.image, p.boxes) for p in load_detection(location)]
 
 
+METRICS = (
+    MetricSpec("precision", bounds=UNIT, tolerance=0.03),
+    MetricSpec("recall", bounds=UNIT, tolerance=0.03),
+)
+
 BENCHMARK = register(
     Benchmark(
         name="surya_detection",
@@ -71,17 +77,14 @@ BENCHMARK = register(
                 "Surya's detection benchmark pages (vikp/doclaynet_bench)",
                 dataset_pages,
                 folder="surya_detection",
+                fetch=HubRows("vikp/doclaynet_bench", "8a8ec682062be414961f4f48876e0092abd38ae3"),
             ),
         ),
         cpu_engines=("tesseract",),
         default_modes=("base",),
         order=50,
+        metrics=METRICS,
     )
-)
-
-METRICS = (
-    MetricSpec("precision", tolerance=0.03),
-    MetricSpec("recall", tolerance=0.03),
 )
 
 

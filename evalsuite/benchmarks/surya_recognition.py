@@ -11,6 +11,7 @@ from pathlib import Path
 from PIL import Image
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
+from evalsuite.datasets.fetch import HubRows
 from evalsuite.datasets.surya import load_recognition
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.recognition import normalize_recognition_text
@@ -18,7 +19,7 @@ from evalsuite.metrics.text import overlap_score_exact
 from evalsuite.prompts import FREE_OCR
 from evalsuite.records.model import SampleRecord
 from evalsuite.render import PRESETS, cached_render_text
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 
 CROP_PADDING = 4  # pixels around each line, so ascenders and descenders are not cut
 Box = tuple[float, float, float, float]
@@ -53,6 +54,8 @@ def dataset_pages(location: Path) -> list[LinePage]:
     ]
 
 
+METRICS = (MetricSpec("line_score", bounds=UNIT, weight="line_weight", tolerance=0.03),)
+
 BENCHMARK = register(
     Benchmark(
         name="surya_recognition",
@@ -76,15 +79,16 @@ BENCHMARK = register(
                 "Surya's recognition benchmark pages (vikp/rec_bench)",
                 dataset_pages,
                 folder="surya_recognition",
+                # unpinned: only the short commit 85fa454 of the last upload could be found
+                fetch=HubRows("vikp/rec_bench", "main"),
             ),
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2"),
         default_modes=("tiny",),
         order=60,
+        metrics=METRICS,
     )
 )
-
-METRICS = (MetricSpec("line_score", weight="line_weight", tolerance=0.03),)
 
 
 def crop(image: Image.Image, box: Box) -> Image.Image:

@@ -11,6 +11,8 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,20 +68,56 @@ def _identity(folder: Path) -> str:
     return f"sha256:{digest.hexdigest()[:DIGEST_CHARS]}"
 
 
-def load_table(path: Path, benchmark: str, columns: tuple[str, ...]) -> Any:
+@dataclass(frozen=True)
+class Schema:
+    """A published record layout: where it is published (``name``) and the columns (top-level
+    fields) a loader reads from each record."""
+
+    name: str
+    columns: tuple[str, ...]
+
+    def check(self, present: Iterable[str], where: str) -> None:
+        """Raise :class:`DatasetFormatError` naming ``where`` (a file, maybe with a record), the
+        first column of this schema it lacks, and the schema, when one is missing."""
+        have = list(present)
+        missing = [column for column in self.columns if column not in have]
+        if missing:
+            raise DatasetFormatError(
+                f"{where}: missing column {missing[0]!r}; expected the {self.name} schema "
+                f"(columns {', '.join(self.columns)}), found {', '.join(map(str, have)) or 'none'}"
+            )
+
+    def check_record(self, record: object, where: str) -> Mapping[str, Any]:
+        """``record`` when it is an object holding this schema's columns; else the error."""
+        if not isinstance(record, Mapping):
+            raise DatasetFormatError(
+                f"{where}: expected an object with columns {', '.join(self.columns)} "
+                f"({self.name}), found {type(record).__name__}"
+            )
+        self.check(record, where)
+        return record
+
+
+def load_table(path: Path, benchmark: str, schema: Schema) -> Any:
     """A ``datasets.Dataset`` from a Parquet file, a folder of Parquet files, or a
-    ``save_to_disk`` folder; raises naming ``path`` when a required column is missing."""
+    ``save_to_disk`` folder; raises naming the file when a column of ``schema`` is missing."""
     import datasets
 
     require_path(path, benchmark)
     if path.is_dir() and (path / "dataset_info.json").exists():
         table = datasets.load_from_disk(str(path))
-    else:
-        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-        if not files:
-            raise DatasetFormatError(f"{path} holds no .parquet files")
-        table = datasets.Dataset.from_parquet([str(f) for f in files])
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise DatasetFormatError(f"{path} lacks columns {missing} (has {table.column_names})")
-    return table
+        schema.check(table.column_names, str(path))
+        return table
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise DatasetFormatError(f"{path} holds no .parquet files ({schema.name})")
+    import pyarrow
+    import pyarrow.parquet as parquet
+
+    for file in files:
+        try:
+            names = parquet.read_schema(file).names
+        except pyarrow.ArrowException as exc:
+            raise DatasetFormatError(f"{file}: not a readable Parquet file ({exc})") from None
+        schema.check(names, str(file))
+    return datasets.Dataset.from_parquet([str(f) for f in files])

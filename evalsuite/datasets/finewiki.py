@@ -1,12 +1,15 @@
-"""FineWiki (HuggingFaceFW/finewiki layout): Parquet files or a saved Hugging Face dataset with a
-``text`` column (plus ``id`` and ``title``), read through the ``datasets`` library."""
+"""FineWiki (HuggingFaceFW/finewiki, one subset per Wikipedia language): Parquet files or a saved
+Hugging Face dataset in its published columns, of which ``id``, ``title`` and ``text`` (the
+article as Markdown) are read, through the ``datasets`` library."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import load_table
+from evalsuite.datasets import Schema, load_table
+
+FINEWIKI_SCHEMA = Schema("FineWiki (HuggingFaceFW/finewiki)", ("id", "title", "text"))
 
 
 @dataclass(frozen=True)
@@ -18,10 +21,10 @@ class WikiArticle:
 
 def load_finewiki(path: Path, limit: int | None = None) -> list[WikiArticle]:
     """Articles from a Parquet file, a folder of Parquet files, or a ``save_to_disk`` folder."""
-    table = load_table(path, "finewiki", ("text",))
+    table = load_table(path, "finewiki", FINEWIKI_SCHEMA)
     rows = table if limit is None else table.select(range(min(limit, len(table))))
     articles = []
     for index, row in enumerate(rows):
-        article_id = str(row.get("id") or index)
-        articles.append(WikiArticle(article_id, str(row.get("title") or article_id), row["text"]))
+        article_id = str(row["id"] or index)
+        articles.append(WikiArticle(article_id, str(row["title"] or article_id), row["text"]))
     return articles

@@ -1,6 +1,8 @@
-"""FinixDocBench pages: a ``gt_dir`` of ``.md`` ground-truth pages with their page images beside
-them (same stem, ``.png``/``.jpg``/``.jpeg``); pages without an image are rendered by the caller.
-Also PubTabNet examples (``PubTabNet_Examples.jsonl`` + PNGs) as single-table pages."""
+"""FinixDocBench pages: a track folder as published (inclusionAI/FinixDocBench:
+``track*/mds/<page>.md`` ground truth, ``track*/images/<page>.png`` page images), or a flat folder
+of ``.md`` pages with their images beside them (same stem, ``.png``/``.jpg``/``.jpeg``); pages
+without an image are rendered by the caller. Also PubTabNet examples
+(``PubTabNet_Examples.jsonl`` + PNGs) as single-table pages."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import require_path
+from evalsuite.datasets import Schema, require_path
 from evalsuite.errors import DatasetFormatError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+MARKDOWN_DIR = "mds"
+IMAGE_DIR = "images"
+PUBTABNET_SCHEMA = Schema("PubTabNet (ibm-aur-nlp/PubTabNet)", ("filename", "html"))
 
 
 @dataclass(frozen=True)
@@ -22,13 +27,17 @@ class FinixPage:
     image_path: Path | None
 
 
-def load_finix_pages(gt_dir: Path) -> list[FinixPage]:
-    """Every ``.md`` page of ``gt_dir`` (sorted by name) with its image, if one lies beside it."""
-    require_path(gt_dir, "finix")
+def load_finix_pages(folder: Path) -> list[FinixPage]:
+    """Every ``.md`` page (sorted by name) of a track folder's ``mds/`` or of a flat folder, with
+    its image (from ``images/``, or beside it) when there is one."""
+    require_path(folder, "finix")
+    track = (folder / MARKDOWN_DIR).is_dir()
+    gt_dir = folder / MARKDOWN_DIR if track else folder
+    image_dir = folder / IMAGE_DIR if track else folder
     pages = []
     for md_path in sorted(gt_dir.glob("*.md")):
         image = next(
-            (p for s in IMAGE_SUFFIXES if (p := md_path.with_suffix(s)).exists()), None
+            (p for s in IMAGE_SUFFIXES if (p := image_dir / f"{md_path.stem}{s}").exists()), None
         )
         try:
             markdown = md_path.read_text(encoding="utf-8")
@@ -63,11 +72,18 @@ def load_pubtabnet_pages(directory: Path, limit: int | None = None) -> list[Fini
     for line_number, line in enumerate(annotations.read_text(encoding="utf-8").splitlines(), 1):
         if limit is not None and len(pages) >= limit:
             break
+        where = f"{annotations}:{line_number}"
         try:
             record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetFormatError(f"{where}: not a JSON line: {exc}") from exc
+        PUBTABNET_SCHEMA.check_record(record, where)
+        try:
             table_html = pubtabnet_html(record)
-        except (json.JSONDecodeError, KeyError, StopIteration) as exc:
-            raise DatasetFormatError(f"{annotations}:{line_number}: {exc!r}") from exc
+        except (KeyError, StopIteration, TypeError) as exc:
+            raise DatasetFormatError(
+                f"{where}: 'html' needs structure.tokens and one cell per <td>: {exc!r}"
+            ) from exc
         name = Path(record["filename"]).stem
         pages.append(FinixPage(name, table_html, directory / record["filename"]))
     return pages

@@ -11,10 +11,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import require_path
+from evalsuite.datasets import Schema, require_path
 from evalsuite.errors import DatasetFormatError
 
 LANGUAGES = ("en", "cn")
+FOX_SCHEMA = Schema("Fox page OCR (ucaslcl/Fox)", ("image", "len", "conversations"))
 
 
 @dataclass(frozen=True)
@@ -36,15 +37,20 @@ def load_fox_pages(root: Path, language: str = "en") -> list[FoxPage]:
         records = json.loads(annotations.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetFormatError(f"{annotations} is not valid JSON: {exc}") from exc
+    if not isinstance(records, list):
+        raise DatasetFormatError(f"{annotations}: expected a JSON list of page records")
     pages = []
     for index, record in enumerate(records):
+        where = f"{annotations} record {index}"
+        FOX_SCHEMA.check_record(record, where)
         try:
-            image_name = record["image"]
             text = record["conversations"][1]["value"]
             gt_tokens = int(record["len"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise DatasetFormatError(
-                f"{annotations} record {index} lacks image/len/conversations[1].value: {exc!r}"
+                f"{where}: 'conversations' needs a second turn with a 'value' (the ground truth) "
+                f"and 'len' a token count: {exc!r}"
             ) from exc
+        image_name = str(record["image"])
         pages.append(FoxPage(Path(image_name).stem, images / image_name, text, gt_tokens))
     return pages

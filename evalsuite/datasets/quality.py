@@ -11,8 +11,16 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsuite.datasets import require_path
+from evalsuite.datasets import Schema, require_path
 from evalsuite.errors import DatasetFormatError
+
+QUALITY_SCHEMA = Schema(
+    "QuALITY v1.0.1 (nyu-mll/quality)", ("article_id", "title", "article", "questions")
+)
+QUESTION_SCHEMA = Schema(
+    "QuALITY v1.0.1 question (nyu-mll/quality)",
+    ("question", "question_unique_id", "options", "gold_label"),
+)
 
 
 @dataclass(frozen=True)
@@ -47,24 +55,33 @@ def load_quality(path: Path) -> list[QualityArticle]:
         for line_number, line in enumerate(stream, 1):
             if not line.strip():
                 continue
+            where = f"{path}:{line_number}"
             try:
                 record = json.loads(line)
-                article_id = str(record["article_id"])
-                article = articles.setdefault(
-                    article_id, QualityArticle(article_id, record["title"], record["article"])
-                )
-                for question in record["questions"]:
-                    unique_id = str(question["question_unique_id"])
-                    if unique_id in seen:
-                        continue
-                    seen.add(unique_id)
-                    options = tuple(question["options"])
+            except json.JSONDecodeError as exc:
+                raise DatasetFormatError(f"{where}: not a JSON line: {exc}") from exc
+            QUALITY_SCHEMA.check_record(record, where)
+            article_id = str(record["article_id"])
+            article = articles.setdefault(
+                article_id, QualityArticle(article_id, record["title"], record["article"])
+            )
+            for number, question in enumerate(record["questions"]):
+                QUESTION_SCHEMA.check_record(question, f"{where} question {number}")
+                unique_id = str(question["question_unique_id"])
+                if unique_id in seen:
+                    continue
+                seen.add(unique_id)
+                options = tuple(question["options"])
+                try:
                     gold = int(question["gold_label"]) - 1
-                    if not 0 <= gold < len(options):
-                        raise ValueError(f"gold_label {gold + 1} outside 1..{len(options)}")
-                    article.questions.append(
-                        QualityQuestion(unique_id, question["question"], options, gold)
+                except (TypeError, ValueError) as exc:
+                    raise DatasetFormatError(f"{where} question {number}: {exc}") from exc
+                if not 0 <= gold < len(options):
+                    raise DatasetFormatError(
+                        f"{where} question {number}: gold_label {gold + 1} outside "
+                        f"1..{len(options)}"
                     )
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise DatasetFormatError(f"{path}:{line_number}: {exc!r}") from exc
+                article.questions.append(
+                    QualityQuestion(unique_id, question["question"], options, gold)
+                )
     return list(articles.values())

@@ -8,8 +8,24 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import require_path
+from evalsuite.datasets import Schema, require_path
+from evalsuite.datasets.fetch import GitHubFiles
 from evalsuite.errors import DatasetFormatError
+
+RENDER_STUDY_FETCH = GitHubFiles(
+    "galah92/deepseek-ocr-eval",
+    "a014a91e12c281c1bc788b074d84748996bfb998",
+    paths=(
+        *(f"experiment/data/{name}.txt" for name in
+          ("employee_record", "invoice", "meeting_minutes", "product_spec")),
+        "experiment/questions.json",
+    ),
+)
+"""The study's documents and questions at the last commit that has them (they were deleted
+later), written flat as this loader reads them."""
+
+DOCUMENT_SCHEMA = Schema("render study questions.json (galah92/deepseek-ocr-eval)", ("questions",))
+QUESTION_SCHEMA = Schema("render study question (galah92/deepseek-ocr-eval)", ("q", "a"))
 
 
 @dataclass(frozen=True)
@@ -39,11 +55,15 @@ def load_render_study(directory: Path) -> RenderStudy:
     if questions_path.exists():
         try:
             raw = json.loads(questions_path.read_text(encoding="utf-8"))
-            for document, entry in raw.items():
-                for index, qa in enumerate(entry["questions"]):
-                    questions.append(StudyQuestion(document, index, qa["q"], qa["a"]))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DatasetFormatError(f"{questions_path} is malformed: {exc!r}") from exc
+        except json.JSONDecodeError as exc:
+            raise DatasetFormatError(f"{questions_path} is not valid JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise DatasetFormatError(f"{questions_path}: expected an object keyed by document")
+        for document, entry in raw.items():
+            where = f"{questions_path} document {document!r}"
+            for index, qa in enumerate(DOCUMENT_SCHEMA.check_record(entry, where)["questions"]):
+                QUESTION_SCHEMA.check_record(qa, f"{where} question {index}")
+                questions.append(StudyQuestion(document, index, qa["q"], qa["a"]))
     unknown = {q.document for q in questions} - documents.keys()
     if unknown:
         missing = sorted(unknown)

@@ -1,20 +1,28 @@
 """Surya's text-line benchmarks, in the Hugging Face dataset layouts its benchmark scripts read.
 
-Detection rows: ``image`` and ``bboxes`` (line boxes on a 0–1000 scale of the image's width and
-height). Recognition rows: ``image``, ``bboxes`` (line boxes in pixels), ``text`` (one string per
-box) and ``language``. Both load from Parquet files or a ``save_to_disk`` folder.
+Detection rows (vikp/doclaynet_bench): ``image`` and ``bboxes`` (line boxes on a 0–1000 scale of
+the image's width and height; ``labels``, ``words`` and ``split`` are not read). Recognition rows
+(vikp/rec_bench): ``image``, ``bboxes`` (line boxes in pixels), ``text`` (one string per box) and
+``language``. Both load from Parquet files or a ``save_to_disk`` folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from evalsuite.datasets import load_table
+from evalsuite.datasets import Schema, load_table
 from evalsuite.errors import DatasetFormatError
+from evalsuite.images import open_image
+
+DETECTION_SCHEMA = Schema("Surya detection benchmark (vikp/doclaynet_bench)", ("image", "bboxes"))
+RECOGNITION_SCHEMA = Schema(
+    "Surya recognition benchmark (vikp/rec_bench)", ("image", "bboxes", "text", "language")
+)
 
 Box = tuple[float, float, float, float]
 DETECTION_SCALE = 1000
@@ -36,10 +44,19 @@ class RecognitionPage:
     language: str
 
 
-def _load_rows(path: Path, benchmark: str, columns: tuple[str, ...]) -> Any:
+def _load_rows(path: Path, benchmark: str, schema: Schema) -> Any:
     import datasets
 
-    return load_table(path, benchmark, columns).cast_column("image", datasets.Image())
+    # Undecoded: the images are opened by _page_image, with the pixel limit and clear errors.
+    return load_table(path, benchmark, schema).cast_column("image", datasets.Image(decode=False))
+
+
+def _page_image(row: Mapping[str, Any], path: Path, index: int) -> Image.Image:
+    """Row ``index``'s image in RGB; ImageInputError naming the row for a bad one."""
+    stored = row["image"]
+    source = stored["bytes"] if stored["bytes"] is not None else stored["path"]
+    with open_image(source, what=f"{path} row {index} image") as image:
+        return image.convert("RGB")
 
 
 def scale_box(box: Any, width: int, height: int) -> Box:
@@ -54,19 +71,19 @@ def scale_box(box: Any, width: int, height: int) -> Box:
 
 
 def load_detection(path: Path, limit: int | None = None) -> list[DetectionPage]:
-    rows = _load_rows(path, "surya_detection", ("image", "bboxes"))
+    rows = _load_rows(path, "surya_detection", DETECTION_SCHEMA)
     pages = []
     for index, row in enumerate(rows):
         if limit is not None and index >= limit:
             break
-        image = row["image"].convert("RGB")
+        image = _page_image(row, path, index)
         boxes = [scale_box(b, image.width, image.height) for b in row["bboxes"]]
         pages.append(DetectionPage(str(row.get("id", index)), image, boxes))
     return pages
 
 
 def load_recognition(path: Path, limit: int | None = None) -> list[RecognitionPage]:
-    rows = _load_rows(path, "surya_recognition", ("image", "bboxes", "text", "language"))
+    rows = _load_rows(path, "surya_recognition", RECOGNITION_SCHEMA)
     pages = []
     for index, row in enumerate(rows):
         if limit is not None and index >= limit:
@@ -81,7 +98,7 @@ def load_recognition(path: Path, limit: int | None = None) -> list[RecognitionPa
         pages.append(
             RecognitionPage(
                 str(row.get("id", index)),
-                row["image"].convert("RGB"),
+                _page_image(row, path, index),
                 [tuple(float(v) for v in b) for b in row["bboxes"]],
                 list(row["text"]),
                 str(language),

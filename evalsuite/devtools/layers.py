@@ -44,6 +44,7 @@ LAYER_MAP: dict[str, str] = {
     # bottom: building blocks that know nothing of benchmarks, records or presentation
     "evalsuite": "bottom",  # the package itself: only __version__
     "evalsuite.errors": "bottom",
+    "evalsuite.images": "bottom",
     "evalsuite.textformat": "bottom",
     "evalsuite.prompts": "bottom",
     "evalsuite.tokens": "bottom",
@@ -55,6 +56,7 @@ LAYER_MAP: dict[str, str] = {
     # middle: running benchmarks and keeping their results
     "evalsuite.records": "middle",
     "evalsuite.stats": "middle",
+    "evalsuite.stats_paired": "middle",
     "evalsuite.golden": "middle",
     "evalsuite.runner": "middle",
     "evalsuite.benchmarks": "middle",

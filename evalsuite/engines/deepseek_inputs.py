@@ -7,16 +7,21 @@ from pathlib import Path
 
 from PIL import Image, ImageOps
 
+from evalsuite.images import open_image
+
 IMAGE_PLACEHOLDER = "<image>"
 
 
 def load_page_image(image: Path | str | Image.Image) -> Image.Image:
-    """``image`` as an RGB PIL image, upright per its EXIF orientation (DeepSeek-OCR's loading)."""
+    """``image`` as an RGB PIL image, upright per its EXIF orientation (DeepSeek-OCR's loading).
+
+    A file is read through :func:`~evalsuite.images.open_image`: ImageInputError for a bad one.
+    """
     if isinstance(image, Image.Image):
         return ImageOps.exif_transpose(image).convert("RGB")
     if not isinstance(image, (str, Path)):
         raise TypeError(f"image must be a path or a PIL image, got {type(image).__name__}")
-    with Image.open(image) as opened:
+    with open_image(image) as opened:
         return ImageOps.exif_transpose(opened).convert("RGB")
 
 

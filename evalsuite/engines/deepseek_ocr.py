@@ -26,7 +26,13 @@ from typing import Any
 
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult, register_engine
 from evalsuite.engines.deepseek_inputs import load_page_image, with_image_placeholder
-from evalsuite.engines.weights import WeightsSource, import_cause, pip_install, require_runnable
+from evalsuite.engines.weights import (
+    WeightsSource,
+    checkpoint_identity,
+    import_cause,
+    pip_install,
+    require_runnable,
+)
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.tokens import MODES, mode_settings, text_token_count, vision_tokens
 
@@ -121,6 +127,10 @@ class DeepseekOcrEngine(EngineBase):
             "attn_implementation": attn,
             "max_crops": self.max_crops,
         }
+
+    def identity(self) -> dict[str, Any]:
+        """The checkpoint behind this engine, for run records (:func:`checkpoint_identity`)."""
+        return checkpoint_identity(self._fixed_settings["checkpoint"])
 
     def _infer(self, request: InferenceRequest) -> InferenceResult:
         mode = mode_settings(request.mode)

@@ -32,7 +32,13 @@ from typing import Any
 
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult, register_engine
 from evalsuite.engines.deepseek_inputs import load_page_image, with_image_placeholder
-from evalsuite.engines.weights import WeightsSource, import_cause, pip_install, require_runnable
+from evalsuite.engines.weights import (
+    WeightsSource,
+    checkpoint_identity,
+    import_cause,
+    pip_install,
+    require_runnable,
+)
 from evalsuite.tokens import closest_grid
 
 WEIGHTS = WeightsSource(
@@ -239,6 +245,10 @@ class DeepseekOcr2Engine(EngineBase):
             "padding_side": "left",
             "generation_config": model.generation_config.to_diff_dict(),
         }
+
+    def identity(self) -> dict[str, Any]:
+        """The checkpoint behind this engine, for run records (:func:`checkpoint_identity`)."""
+        return checkpoint_identity(self._fixed_settings["checkpoint"])
 
     def infer_batch(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
         """Results in request order; requests sharing mode and image presence share a batch.

@@ -51,6 +51,7 @@ from evalsuite.engines.recording import (
     STUDY_KEY_FIELDS,
     decode_result,
 )
+from evalsuite.engines.weights import file_sha256
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
 from evalsuite.prompts import TEXT_CONDITION_MODE
 from evalsuite.textformat import shorten
@@ -164,6 +165,14 @@ class ReplayEngine(EngineBase):
             if not path.is_file():
                 raise EngineUnavailableError(f"recordings file {str(path)!r} does not exist")
         self._index = load_recordings(self.sources)
+
+    def identity(self) -> dict[str, Any]:
+        """The recordings files replayed and the SHA-256 of each, for run records."""
+        return {
+            "recordings": [
+                {"path": str(path.resolve()), "sha256": file_sha256(path)} for path in self.sources
+            ]
+        }
 
     def __len__(self) -> int:
         return len(self._index)

@@ -78,7 +78,9 @@ from evalsuite.engines.base import (
 )
 from evalsuite.engines.deepseek_inputs import IMAGE_PLACEHOLDER, load_page_image
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
+from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import EngineUnavailableError
+from evalsuite.images import open_image
 from evalsuite.tokens import MODES, vision_tokens
 
 if TYPE_CHECKING:
@@ -167,7 +169,8 @@ def encode_page(image: ImageInput) -> EncodedPage:
     if isinstance(image, (str, Path)):
         data = Path(image).read_bytes()
         if data.startswith(_PNG_SIGNATURE):
-            with Image.open(io.BytesIO(data)) as opened:  # reads the header only
+            # The header only (size and pixel limit): the server decodes the pixels.
+            with open_image(data, what=str(image), load=False) as opened:
                 if opened.mode in ("RGB", "L") and "exif" not in opened.info:
                     return EncodedPage(_data_url(data), opened.width, opened.height)
         page = load_page_image(image)
@@ -308,8 +311,13 @@ class OpenAIChatEngine(EngineBase):
         return self._info.model.rstrip("/").rsplit("/", 1)[-1].lower()
 
     def server_info(self) -> dict[str, Any]:
-        """The server's URL, model id, kind and version, for run metadata."""
-        return self._info.as_dict()
+        """The server's URL, model id, kind and version, for run metadata; with the
+        checkpoint's identity when the model id is a local folder (a server started on
+        ``--model-path``)."""
+        info = self._info.as_dict()
+        if Path(self._info.model).is_dir():
+            info.update(checkpoint_identity(self._info.model))
+        return info
 
     def infer(self, request: InferenceRequest) -> InferenceResult:
         return self.infer_batch([request])[0]

@@ -17,6 +17,7 @@ from PIL import Image
 
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult, register_engine
 from evalsuite.errors import EngineUnavailableError
+from evalsuite.images import open_image
 
 INSTALL_HINT = (
     "install Tesseract: `apt-get install tesseract-ocr` on Debian/Ubuntu (`make setup` does it "
@@ -150,7 +151,8 @@ class TesseractEngine(EngineBase):
 
 
 def _image_file(image: object, workdir: Path) -> Path:
-    """A file Tesseract can read: the given path, or a PIL image saved as PNG in ``workdir``."""
+    """A file Tesseract can read: the given path (once :func:`open_image` has decoded it), or a
+    PIL image saved as PNG in ``workdir``."""
     if image is None:
         raise ValueError("request.image is None; tesseract needs a page image")
     if isinstance(image, Image.Image):
@@ -158,10 +160,8 @@ def _image_file(image: object, workdir: Path) -> Path:
         image.save(path)
         return path
     if isinstance(image, (str, Path)):
-        path = Path(image)
-        if not path.is_file():
-            raise FileNotFoundError(f"request.image {str(path)!r} is not a file")
-        return path
+        open_image(image).close()  # a bad file fails the sample with a clear reason
+        return Path(image)
     raise TypeError(f"request.image must be a path or a PIL image, got {type(image).__name__}")
 
 

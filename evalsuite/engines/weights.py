@@ -10,12 +10,14 @@ installed, or a name an installed package lacks), so the engines can name the re
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsuite.errors import EngineUnavailableError
 
@@ -68,6 +70,64 @@ def locate_weights(source: WeightsSource, model_path: str | os.PathLike[str] | N
         f"({hf_hub_cache()}, set by HF_HOME or HF_HUB_CACHE), e.g. with "
         f"`hf download {source.repo_id}` on a machine with network access"
     )
+
+
+IDENTITY_FILES = (
+    "config.json",
+    "generation_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
+"""Small files of a checkpoint that name what it is, hashed with its ``*.index.json`` files."""
+FINGERPRINT_BLOCKS = 16
+FINGERPRINT_BLOCK_BYTES = 1 << 16
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checkpoint_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What identifies the checkpoint in folder ``path``, for run records.
+
+    ``config_sha256``: SHA-256 over the name and bytes of each of :data:`IDENTITY_FILES` present
+    and of every ``*.index.json`` (sorted by name). A fine-tune usually keeps all of those, so
+    ``weights_fingerprint`` adds the weights themselves without reading gigabytes: SHA-256 over
+    each ``*.safetensors`` / ``*.bin`` file's name, size and 16 blocks of 64 KiB at evenly
+    spaced offsets (first and last block included).
+    """
+    folder = Path(path)
+    if not folder.is_dir():  # a model loaded elsewhere
+        return {"weights_path": str(path)}
+    config = hashlib.sha256()
+    named = [folder / name for name in IDENTITY_FILES] + sorted(folder.glob("*.index.json"))
+    for file in sorted(f for f in named if f.is_file()):
+        config.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    weights = hashlib.sha256()
+    weight_files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
+    for file in weight_files:
+        size = file.stat().st_size
+        weights.update(f"{file.name}\0{size}\0".encode())
+        last = max(0, size - FINGERPRINT_BLOCK_BYTES)
+        with file.open("rb") as handle:
+            for index in range(FINGERPRINT_BLOCKS):
+                handle.seek(last * index // (FINGERPRINT_BLOCKS - 1))
+                weights.update(handle.read(FINGERPRINT_BLOCK_BYTES))
+    return {
+        "weights_path": str(folder.resolve()),
+        "config_sha256": config.hexdigest(),
+        "weights_fingerprint": weights.hexdigest() if weight_files else None,
+        "weight_files": len(weight_files),
+        "tokenizer": str(folder.resolve()),
+    }
 
 
 def cuda_problem(device: str) -> str | None:

@@ -15,10 +15,16 @@ import pytest
 from evalsuite.benchmarks import Benchmark, DataSource
 from evalsuite.benchmarks.scoring import TEXT
 from evalsuite.engines.base import Engine
-from evalsuite.errors import EngineUnavailableError, EvalsuiteError, MissingRecordingError
+from evalsuite.errors import (
+    EngineUnavailableError,
+    EvalsuiteError,
+    GoldenError,
+    MissingRecordingError,
+)
 from evalsuite.golden import (
     GateResult,
     GoldenEntry,
+    GoldenFile,
     entries_from_record,
     gate_record,
     tolerance_rule,
@@ -80,12 +86,27 @@ class Bench:
 
     @cached_property
     def data(self) -> Any:
-        """The data source's content, as its loader returns it."""
-        return self.session.data(self.benchmark.name, self.source, self.location)
+        """The data source's content, as its loader returns it; a file the loader cannot read
+        fails the test with the loader's one-line message (naming the file)."""
+        try:
+            return self.session.data(self.benchmark.name, self.source, self.location)
+        except EvalsuiteError as exc:
+            failure = f"{self.benchmark.name} data source {self.source.name}: {exc}"
+        pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
 
     @cached_property
     def data_id(self) -> str:
-        return self.source.identity(self.location)
+        """The data part of golden keys; a folder given by option is named by --dataset-name."""
+        name = self.options.dataset_name if self.source.option is not None else None
+        return self.source.identity(self.location, name)
+
+    @property
+    def golden_name(self) -> str:
+        """The golden file's name: ``<benchmark>``, or ``<benchmark>-<dataset name>`` for a
+        folder given by option (each user dataset gates against its own file)."""
+        if self.source.option is not None and self.options.dataset_name:
+            return f"{self.benchmark.name}-{self.options.dataset_name}"
+        return self.benchmark.name
 
     def artifact_dir(self, kind: str) -> Path:
         """``<run dir>/<kind>/<label>-<mode>-<source>``: where a test keeps files of this run
@@ -136,9 +157,9 @@ class Bench:
         ]
         if group_by is not None:
             record.metrics.update(aggregate_by(record.samples, group_by, gated))
-        golden = self.session.golden.load(self.benchmark.name)
+        golden = self._golden_file()
         results = gate_record(
-            self.benchmark.name, record, [spec.name for spec in gated], golden, group_of=group_by
+            self.golden_name, record, [spec.name for spec in gated], golden, group_of=group_by
         )
         record.params["gates"] = {result.metric: result.to_dict() for result in results}
         self.session.records.append(record)
@@ -147,6 +168,15 @@ class Bench:
         else:
             self._fail_on(record, results, gated)
         return record
+
+    def _golden_file(self) -> GoldenFile:
+        """This test's golden file; a malformed one fails the test with one line naming the
+        file and the entry."""
+        try:
+            return self.session.golden.load(self.golden_name)
+        except GoldenError as exc:
+            failure = str(exc)
+        pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
 
     def _keyed(self, sample: Sample) -> Sample:
         """``sample`` with the data source in its request's key: two sources may number their
@@ -160,12 +190,12 @@ class Bench:
         store = self.session.golden
         tolerance = self._tolerance_rule(gated, override=self.options.golden_tolerance)
         store.update(
-            self.benchmark.name,
+            self.golden_name,
             entries_from_record(
                 record,
                 names,
                 tolerance=tolerance,
-                existing=store.load(self.benchmark.name),
+                existing=store.load(self.golden_name),
                 commit=git_label(self.request.config.rootpath),
             ),
         )
@@ -187,18 +217,18 @@ class Bench:
         """Write the obtained entries beside the golden file and say how to accept them."""
         store = self.session.golden
         obtained = store.write_obtained(
-            self.benchmark.name,
+            self.golden_name,
             entries_from_record(
                 record,
                 missing,
                 tolerance=self._tolerance_rule(gated),
-                existing=store.load(self.benchmark.name),
+                existing=store.load(self.golden_name),
                 commit=git_label(self.request.config.rootpath),
             ),
         )
-        where = f"{self.benchmark.name} [{record.engine} data={record.data} {record.parameter}]"
+        where = f"{self.golden_name} [{record.engine} data={record.data} {record.parameter}]"
         accept = evalsuite_command(
-            "golden", "accept", self.benchmark.name, "--golden-dir", store.directory
+            "golden", "accept", self.golden_name, "--golden-dir", store.directory
         )
         rerun = rerun_command(self.request.config, self.request.node.nodeid, ["--update-golden"])
         return (
@@ -243,7 +273,7 @@ def bench(
     session = bench_session(request.config)
     benchmark: Benchmark = request.module.BENCHMARK
     source = benchmark.source(data_source)
-    location = source.locate(session.options.data_dir)
+    location = source.locate(session.options.data_dir, session.options.option_dirs)
     if location is None:
         pytest.fail(f"data source {data_source} of {benchmark.name} is gone", pytrace=False)
     current = Bench(session, benchmark, engine_name, mode, source, location, request)

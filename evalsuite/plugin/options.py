@@ -16,11 +16,20 @@ from evalsuite.datasets import DATA_ENV
 from evalsuite.engines import engine_kind, supported_modes
 from evalsuite.engines.served import MODEL_FAMILIES
 from evalsuite.errors import UnknownEngineError
+from evalsuite.images import (
+    DEFAULT_MAX_IMAGE_PIXELS,
+    LIMIT_HELP,
+    LIMIT_OPTION,
+    parse_max_image_pixels,
+)
 from evalsuite.plugin.server import SERVED_MODELS, plan_server
 
 SERVED_MODEL_DEFAULT = "deepseek-ocr"
 
 AUTO = "auto"
+PAGES_DPI_DEFAULT = 144
+"""--pages-dpi: PDF pages rendered at 144 dpi are 1224 x 1584 px for US Letter, about the
+1024 px side of DeepSeek-OCR's base mode."""
 INI_BENCHMARKS = "evalsuite_benchmarks"
 """ini option: modules that declare more benchmarks (a user's own), imported at start-up."""
 
@@ -84,6 +93,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--data-dir", default=None, help=f"benchmark data folder (default ${DATA_ENV})"
     )
     group.addoption("--max-samples", default=None, help="cap samples per benchmark test")
+    group.addoption(LIMIT_OPTION, default=None, metavar="N", help=LIMIT_HELP)
     group.addoption("--batch-size", default=None, help="requests per engine batch (default: the "
                     "engine's own preference)")
     group.addoption("--update-golden", action="store_true", help="rewrite the goldens that ran")
@@ -110,6 +120,24 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--num-articles", default=None, help="QuALITY: articles to use")
     group.addoption(
         "--questions-per-article", default=None, help="QuALITY: questions per article"
+    )
+    group.addoption(
+        "--pages-dir",
+        default=None,
+        metavar="DIR",
+        help="pages: your own page images (PNG/JPEG) and PDFs, with <stem>.md or <stem>.txt "
+        "ground truth beside each",
+    )
+    group.addoption(
+        "--pages-dpi",
+        default=str(PAGES_DPI_DEFAULT),
+        help=f"pages: resolution PDF pages are rendered at (default {PAGES_DPI_DEFAULT})",
+    )
+    group.addoption(
+        "--dataset-name",
+        default=None,
+        help="pages: the name of the --pages-dir dataset; its goldens are "
+        "golden/pages-<name>.json (default: the folder's name)",
     )
     parser.addini(
         INI_BENCHMARKS,
@@ -138,6 +166,7 @@ class SuiteOptions:
     data_dir: Path | None = None
     max_samples: int | None = None
     batch_size: int | None = None
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
     update_golden: bool = False
     golden_tolerance: float | None = None
     golden_dir: Path = Path("golden")
@@ -147,6 +176,9 @@ class SuiteOptions:
     run_name: str | None = None
     num_articles: int | None = None
     questions_per_article: int | None = None
+    pages_dir: Path | None = None
+    pages_dpi: float = PAGES_DPI_DEFAULT
+    dataset_name: str | None = None
     seed: int = 0
 
     @property
@@ -165,6 +197,19 @@ class SuiteOptions:
         if self.engines is not None:
             return self.engines
         return gpu_engines if self.gpu else cpu_engines
+
+    @property
+    def option_dirs(self) -> dict[str, Path]:
+        """The data folders given on the command line, by option (data sources' ``option``)."""
+        return {"--pages-dir": self.pages_dir} if self.pages_dir is not None else {}
+
+    def checkpoint_folder(self) -> Path | None:
+        """The local weights folder given (``--model-path``, else ``--model-path-v2``), whose
+        tokenizer then counts the run's text tokens; None for none or a hub id."""
+        for given in (self.model_path, self.model_path_v2):
+            if given is not None and Path(given).expanduser().is_dir():
+                return Path(given).expanduser()
+        return None
 
     def served_model_path(self) -> str | None:
         """The weights option that belongs to ``--served-model``."""
@@ -195,6 +240,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         data_dir=_data_dir(option("--data-dir")),
         max_samples=_count(option("--max-samples"), "--max-samples"),
         batch_size=_count(option("--batch-size"), "--batch-size"),
+        max_image_pixels=_max_image_pixels(option(LIMIT_OPTION)),
         update_golden=bool(option("--update-golden")),
         golden_tolerance=_tolerance(option("--golden-tolerance")),
         golden_dir=_path(option("--golden-dir"), root / "golden"),
@@ -206,6 +252,9 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         questions_per_article=_count(
             option("--questions-per-article"), "--questions-per-article"
         ),
+        pages_dir=_pages_dir(option("--pages-dir")),
+        pages_dpi=_dpi(option("--pages-dpi")),
+        dataset_name=_dataset_name(option("--dataset-name"), option("--pages-dir")),
     )
     _check_engines(options, gpu_engines)
     if options.server_command is not None:
@@ -282,6 +331,16 @@ def _seconds(value: str, name: str) -> float:
     return number
 
 
+def _dpi(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 18 <= number <= 1200:
+        raise pytest.UsageError(f"--pages-dpi {value!r}: expected dots per inch, 18 to 1200")
+    return number
+
+
 def _names(value: str | None) -> tuple[str, ...] | None:
     if not value:
         return None
@@ -298,6 +357,11 @@ def _labels(values: list[str], engines: tuple[str, ...] | None) -> dict[str, str
                     f"--engine-label {value}: with several (or auto) engines, write ENGINE=LABEL"
                 )
             engine, label = engines[0], value
+        elif engines is not None and engine not in engines:
+            raise pytest.UsageError(
+                f"--engine-label {value}: {engine!r} is not an engine of this run "
+                f"(--engine {','.join(engines)})"
+            )
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}", label):
             raise pytest.UsageError(
                 f"--engine-label {value}: a label is letters, digits and . _ @ + : - "
@@ -321,6 +385,34 @@ def _data_dir(value: str | None) -> Path | None:
     return path
 
 
+def _pages_dir(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        raise pytest.UsageError(f"--pages-dir {path}: not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise pytest.UsageError(f"--pages-dir {path}: not readable")
+    return path
+
+
+def _dataset_name(value: str | None, pages_dir: str | None) -> str | None:
+    """--dataset-name, else the --pages-dir folder's name; it names a golden file."""
+    if value is None:
+        if pages_dir is None:
+            return None
+        value = Path(pages_dir).expanduser().resolve().name
+        where = f"the name of --pages-dir {pages_dir} ({value!r})"
+    else:
+        where = f"--dataset-name {value!r}"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", value):
+        raise pytest.UsageError(
+            f"{where}: a dataset name is letters, digits and . _ - (at most 100 characters); "
+            "pass --dataset-name NAME"
+        )
+    return value
+
+
 def _count(value: str | None, name: str) -> int | None:
     if value is None:
         return None
@@ -331,6 +423,15 @@ def _count(value: str | None, name: str) -> int | None:
     if number < 1:
         raise pytest.UsageError(f"{name} {value!r}: expected a whole number >= 1")
     return number
+
+
+def _max_image_pixels(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_IMAGE_PIXELS
+    try:
+        return parse_max_image_pixels(value)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{LIMIT_OPTION} {exc}") from None
 
 
 def _tolerance(value: str | None) -> float | None:

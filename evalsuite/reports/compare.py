@@ -1,13 +1,22 @@
 """``evalsuite compare DIR``: rank several OCR models' outputs against a ground truth.
 
-DIR holds ``gt.txt`` and ``<model>_out.txt`` files (the OCR Metrics Evaluator's layout), or is a
-folder of such folders, one per document. Each output is scored with
+DIR is in one of two layouts (:func:`detect_layout`; the run says which it read):
+
+- ``gt.txt`` and ``<model>_out.txt`` files (the OCR Metrics Evaluator's batch upload), or a
+  folder of such folders, one per document;
+- a ground-truth folder (``gt/``, ``gts/``, ``ground_truth/`` or ``groundtruth/``) of
+  ``<document>.txt`` / ``.md`` files and one folder per model holding the same file stems.
+
+Each output is scored with
 :func:`evalsuite.metrics.word_metrics` (precision, recall, F1, CRR; the words options apply),
 :func:`evalsuite.metrics.edit_precision` on the raw texts and
 :func:`evalsuite.metrics.order_metrics` (reading order, Biblicus's normalisation); a model's
 score is the mean over the documents it has an output for. Models are ranked by word F1, then
 CRR. Model names that differ only in case or punctuation (``qwen2.5`` and ``qwen2_5``) are one
-model. Optional CSV and HTML (ranking with medals, per-document scores, word drill-down).
+model. Empty outputs and degenerate ones (the benchmarks' repetition rule,
+:func:`evalsuite.metrics.repetition.is_degenerate`) are flagged per model and document; their
+shares are ``empty_output_rate`` and ``degenerate_output_rate``. Optional CSV and HTML (ranking
+with medals, per-document scores, word drill-down).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from html import escape
 from pathlib import Path
 
 from evalsuite.metrics import edit_precision, order_metrics, word_metrics
+from evalsuite.metrics.repetition import DEFAULT_MAX_REPEATS, DEFAULT_MIN_WORDS, is_degenerate
 from evalsuite.records.atomic import atomic_write_text
 from evalsuite.reports.charts import slug
 from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
@@ -34,6 +44,15 @@ from evalsuite.textformat import format_table, significant
 
 GROUND_TRUTH = "gt.txt"
 OUTPUT_SUFFIX = "_out.txt"
+GROUND_TRUTH_FOLDERS = ("gt", "gts", "ground_truth", "groundtruth")
+TEXT_SUFFIXES = (".txt", ".md")
+PER_DOCUMENT = "gt.txt + <model>_out.txt"
+FOLDER_PER_MODEL = "ground-truth folder + one folder per model"
+EMPTY, DEGENERATE = "empty_output_rate", "degenerate_output_rate"
+DEGENERATE_RULE = (
+    f"degenerate: an n-gram of {DEFAULT_MIN_WORDS}+ words repeated more than "
+    f"{DEFAULT_MAX_REPEATS} times"
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +104,10 @@ class ModelResult:
     model: str
     per_document: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    def flagged(self, flag: str) -> list[str]:
+        """The documents whose output has ``flag`` (:data:`EMPTY` or :data:`DEGENERATE`)."""
+        return [name for name, scores in self.per_document.items() if scores[flag]]
+
     @property
     def mean(self) -> dict[str, float]:
         keys = next(iter(self.per_document.values()), {}).keys()
@@ -97,7 +120,8 @@ class ModelResult:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", type=Path, metavar="DIR",
-                        help="folder with gt.txt and <model>_out.txt, or a folder of such folders")
+                        help="folder with gt.txt and <model>_out.txt (or a folder of such "
+                        "folders), or a gt/ folder beside one folder per model")
     parser.add_argument("--csv", type=Path, help="write the ranked table as CSV")
     parser.add_argument("--html", type=Path, help="write an HTML report")
     parser.add_argument("--case-sensitive", action="store_true",
@@ -111,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            layout = detect_layout(args.directory)
             documents = find_documents(args.directory)
         for warning in caught:
             print(f"note: {warning.message}", file=sys.stderr)
@@ -118,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"evalsuite compare: {error}", file=sys.stderr)
         return 2
     results = rank_models(documents, options)
+    print(f"layout: {layout}")
     print(render_text(results, documents, options))
     if args.csv:
         print(f"csv: {atomic_write_text(args.csv, render_csv(results, documents))}")
@@ -132,36 +158,38 @@ def model_key(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
-def find_documents(directory: str | Path) -> list[Document]:
-    """The document in ``directory`` or, without a gt.txt there, one per subfolder having one.
-
-    Model names are unified by :func:`model_key` and shown in their most common spelling;
-    each unification is reported with a warning, as is a document without outputs (skipped).
-    Raises FileNotFoundError when no ground truth is found.
-    """
+def detect_layout(directory: str | Path) -> str:
+    """Which layout ``directory`` is in: :data:`PER_DOCUMENT` (a gt.txt in it or in its
+    subfolders) or :data:`FOLDER_PER_MODEL` (a ground-truth folder in it). Raises
+    FileNotFoundError naming both layouts when it is in neither."""
     root = Path(directory)
     if not root.is_dir():
         raise FileNotFoundError(f"DIR {root} is not a folder")
-    folders = [root] if (root / GROUND_TRUTH).is_file() else sorted(
-        child for child in root.iterdir() if (child / GROUND_TRUTH).is_file()
+    if _gt_txt_folders(root):
+        return PER_DOCUMENT
+    if _ground_truth_folder(root) is not None:
+        return FOLDER_PER_MODEL
+    raise FileNotFoundError(
+        f"no {GROUND_TRUTH} in {root} or its subfolders, and no ground-truth folder "
+        f"({'/, '.join(GROUND_TRUTH_FOLDERS)}/); expected either {GROUND_TRUTH} and "
+        f"<model>{OUTPUT_SUFFIX} files, or a ground-truth folder of <document>.txt files beside "
+        "one folder per model with the same file names"
     )
-    if not folders:
-        raise FileNotFoundError(
-            f"no {GROUND_TRUTH} in {root} or its subfolders; expected {GROUND_TRUTH} and "
-            f"<model>{OUTPUT_SUFFIX} files"
-        )
-    raw: list[tuple[str, str, dict[str, str]]] = []
-    for folder in folders:
-        outputs = {
-            path.name[: -len(OUTPUT_SUFFIX)]: _read(path)
-            for path in sorted(folder.glob(f"*{OUTPUT_SUFFIX}"))
-        }
-        if not outputs:
-            warnings.warn(f"{folder}: no <model>{OUTPUT_SUFFIX} files, skipped", stacklevel=2)
-            continue
-        raw.append((folder.name, _read(folder / GROUND_TRUTH), outputs))
-    if not raw:
-        raise FileNotFoundError(f"no <model>{OUTPUT_SUFFIX} files next to any {GROUND_TRUTH}")
+
+
+def find_documents(directory: str | Path) -> list[Document]:
+    """The documents of ``directory`` in its layout (:func:`detect_layout`): per document, the
+    folder holding ``gt.txt`` (``directory`` itself or each subfolder having one); per model
+    folder, each file stem of the ground-truth folder.
+
+    Model names are unified by :func:`model_key` and shown in their most common spelling;
+    each unification is reported with a warning, as is a document without outputs (skipped)
+    and a model's file without a ground truth (ignored). Raises FileNotFoundError when no
+    ground truth or no output is found.
+    """
+    root = Path(directory)
+    per_document = detect_layout(root) == PER_DOCUMENT
+    raw = _per_document(root) if per_document else _folder_per_model(root)
     display = _display_names([name for _, _, outputs in raw for name in outputs])
     documents = []
     for doc_name, ground_truth, outputs in raw:
@@ -178,14 +206,93 @@ def find_documents(directory: str | Path) -> list[Document]:
     return documents
 
 
+def _gt_txt_folders(root: Path) -> list[Path]:
+    if (root / GROUND_TRUTH).is_file():
+        return [root]
+    return sorted(child for child in root.iterdir() if (child / GROUND_TRUTH).is_file())
+
+
+def _ground_truth_folder(root: Path) -> Path | None:
+    found = [
+        child for child in sorted(root.iterdir())
+        if child.is_dir() and model_key(child.name) in GROUND_TRUTH_FOLDERS
+    ]
+    if len(found) > 1:
+        names = ", ".join(child.name for child in found)
+        raise ValueError(f"{root} has several ground-truth folders ({names}); keep one")
+    return found[0] if found else None
+
+
+def _per_document(root: Path) -> list[tuple[str, str, dict[str, str]]]:
+    raw = []
+    for folder in _gt_txt_folders(root):
+        outputs = {
+            path.name[: -len(OUTPUT_SUFFIX)]: _read(path)
+            for path in sorted(folder.glob(f"*{OUTPUT_SUFFIX}"))
+        }
+        if not outputs:
+            warnings.warn(f"{folder}: no <model>{OUTPUT_SUFFIX} files, skipped", stacklevel=3)
+            continue
+        raw.append((folder.name, _read(folder / GROUND_TRUTH), outputs))
+    if not raw:
+        raise FileNotFoundError(f"no <model>{OUTPUT_SUFFIX} files next to any {GROUND_TRUTH}")
+    return raw
+
+
+def _folder_per_model(root: Path) -> list[tuple[str, str, dict[str, str]]]:
+    gt_folder = _ground_truth_folder(root)
+    assert gt_folder is not None  # detect_layout found it
+    truths = _text_files(gt_folder)
+    if not truths:
+        raise FileNotFoundError(f"ground-truth folder {gt_folder} has no .txt or .md files")
+    models = {
+        child.name: _text_files(child)
+        for child in sorted(root.iterdir())
+        if child.is_dir() and child != gt_folder
+    }
+    raw = []
+    for stem, truth_path in truths.items():
+        outputs = {model: _read(files[stem]) for model, files in models.items() if stem in files}
+        if not outputs:
+            warnings.warn(f"{truth_path.name}: no model folder has {stem}.txt, skipped",
+                          stacklevel=3)
+            continue
+        raw.append((stem, _read(truth_path), outputs))
+    for model, files in models.items():
+        for stem in sorted(set(files) - set(truths)):
+            warnings.warn(f"{model}/{files[stem].name}: no ground truth {stem}.txt in "
+                          f"{gt_folder.name}/, ignored", stacklevel=3)
+    if not raw:
+        raise FileNotFoundError(
+            f"no model folder beside {gt_folder} holds a file named like a ground truth "
+            f"({', '.join(sorted(truths)[:3])}, ...)"
+        )
+    return raw
+
+
+def _text_files(folder: Path) -> dict[str, Path]:
+    """``stem -> file`` of the folder's .txt and .md files; ValueError when a stem has both."""
+    files: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if not (path.is_file() and path.suffix.lower() in TEXT_SUFFIXES):
+            continue
+        if path.stem in files:
+            raise ValueError(f"{folder}: {files[path.stem].name} and {path.name} are one document")
+        files[path.stem] = path
+    return files
+
+
 def score_output(prediction: str, ground_truth: str, options: WordOptions) -> dict[str, float]:
-    """All scores of one output: word metrics, edit precision, ``order_``-prefixed order metrics."""
+    """All scores of one output: word metrics, edit precision, ``order_``-prefixed order metrics,
+    and the flags :data:`EMPTY` and :data:`DEGENERATE` as 0.0/1.0 (their mean is the share)."""
     words = word_metrics(prediction, ground_truth, case_sensitive=options.case_sensitive,
                          ignore_punctuation=options.ignore_punctuation)
     scores = {key: float(words[key]) for key in ("precision", "recall", "f1", "crr")}
     scores["edit_precision"] = float(edit_precision(prediction, ground_truth))
     order = order_metrics(prediction, ground_truth)
     scores.update({f"order_{key}": float(value) for key, value in order.items()})
+    scores[EMPTY] = float(not prediction.strip())
+    scores[DEGENERATE] = float(is_degenerate(prediction))
     return scores
 
 
@@ -203,22 +310,36 @@ def rank_models(documents: Sequence[Document], options: WordOptions) -> list[Mod
 def render_text(
     results: Sequence[ModelResult], documents: Sequence[Document], options: WordOptions
 ) -> str:
-    """The ranked table as the terminal shows it."""
-    headers = ["rank", "model", "docs", *(column.label for column in SCORE_COLUMNS)]
+    """The ranked table as the terminal shows it, then the flagged outputs of each model."""
+    headers = ["rank", "model", "docs", "flags", *(column.label for column in SCORE_COLUMNS)]
     means = [result.mean for result in results]
     rows = []
     for rank, (result, mean) in enumerate(zip(results, means, strict=True), start=1):
         rows.append([
             str(rank), result.model, f"{len(result.per_document)}/{len(documents)}",
-            *(significant(mean[c.key]) for c in SCORE_COLUMNS),
+            flag_summary(result) or "-", *(significant(mean[c.key]) for c in SCORE_COLUMNS),
         ])
-    align = "rlr" + "r" * len(SCORE_COLUMNS)
+    align = "rlrl" + "r" * len(SCORE_COLUMNS)
     lowers = ", ".join(c.label for c in SCORE_COLUMNS if c.direction == "lower")
     header = (
         f"{len(documents)} document(s), {len(results)} model(s); {options.describe()}; "
         f"ranked by mean word F1 (then CRR); higher is better except {lowers}"
     )
-    return header + "\n" + format_table(headers, rows, align=align)
+    flagged = [
+        f"{result.model}: {label} output on {', '.join(result.flagged(flag))}"
+        for result in results
+        for flag, label in ((EMPTY, "empty"), (DEGENERATE, "degenerate"))
+        if result.flagged(flag)
+    ]
+    footer = ["", f"flagged ({DEGENERATE_RULE}):", *flagged] if flagged else []
+    return "\n".join([header, format_table(headers, rows, align=align), *footer])
+
+
+def flag_summary(result: ModelResult) -> str:
+    """``1 empty, 2 degenerate``: how many of the model's outputs are flagged ("" for none)."""
+    counts = [(len(result.flagged(EMPTY)), "empty"), (len(result.flagged(DEGENERATE)),
+                                                      "degenerate")]
+    return ", ".join(f"{count} {label}" for count, label in counts if count)
 
 
 def render_csv(results: Sequence[ModelResult], documents: Sequence[Document]) -> str:
@@ -245,9 +366,13 @@ def render_html(
     columns = [
         Column("model", "model", numeric=False),
         Column("docs", "docs"),
+        Column("flags", "flags", numeric=False, title=f"empty or {DEGENERATE_RULE}"),
         *(Column(c.key, c.label, title=f"{c.direction} is better") for c in SCORE_COLUMNS),
     ]
-    ranking = [_row(result.model, result.mean, len(result.per_document)) for result in results]
+    ranking = [
+        _row(result.model, result.mean, len(result.per_document), flag_summary(result))
+        for result in results
+    ]
     caption = f"mean over documents; {options.describe()}; ranked by word F1, then CRR"
     body = [
         '<section id="ranking"><h2>Ranking</h2>',
@@ -256,9 +381,9 @@ def render_html(
     ]
     for document in documents:
         rows = [
-            _row(result.model, result.per_document[document.name], 1)
+            _row(result.model, scores, 1, _flags_of(scores))
             for result in results
-            if document.name in result.per_document
+            if (scores := result.per_document.get(document.name)) is not None
         ]
         rows.sort(key=lambda row: (-float(row["f1"].sort), row["model"].text))
         body += [f'<h3 class="name">{escape(document.name)}</h3>',
@@ -272,8 +397,18 @@ def render_html(
     return render_page(f"compare {title}".strip(), subtitle, nav, "".join(body))
 
 
-def _row(model: str, scores: dict[str, float], documents: int) -> dict[str, Cell]:
-    row = {"model": Cell(model, model), "docs": Cell(str(documents), documents)}
+def _flags_of(scores: dict[str, float]) -> str:
+    """One output's flags: ``empty``, ``degenerate`` or ""."""
+    return ", ".join(label for flag, label in ((EMPTY, "empty"), (DEGENERATE, "degenerate"))
+                     if scores[flag])
+
+
+def _row(model: str, scores: dict[str, float], documents: int, flags: str) -> dict[str, Cell]:
+    row = {
+        "model": Cell(model, model),
+        "docs": Cell(str(documents), documents),
+        "flags": Cell(flags or "-", flags, DEGENERATE_RULE if flags else ""),
+    }
     row.update({c.key: Cell.number(scores[c.key]) for c in SCORE_COLUMNS})
     return row
 
@@ -292,7 +427,10 @@ def _drill_items(
                                    ignore_punctuation=options.ignore_punctuation)
             scores = result.per_document[document.name]
             shown = {c.label: scores[c.key] for c in SCORE_COLUMNS}
-            label = f"{result.model} — F1 {significant(scores['f1'])}"
+            flags = _flags_of(scores)
+            label = f"{result.model} — F1 {significant(scores['f1'])}" + (
+                f" — {flags}" if flags else ""
+            )
             items.append(DrillItem(label, document.name, gt, pred, shown))
     return items
 

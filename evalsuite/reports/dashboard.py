@@ -1,11 +1,23 @@
 """``evalsuite report``: one self-contained HTML dashboard of the run history, plus PNG plots.
 
-Per benchmark: the newest run's regression status, an engine ranking (medals, sortable, CSV),
-a trend chart per metric with its golden line, the compression-precision curve and the
-text-vs-vision bars where the metrics exist, and a drill-down into the newest run's samples
-(ground truth and prediction side by side, unmatched words in red). Everything is inline: the
-file opens from disk with no network. The same charts are written as PNGs to ``plots/`` next
-to the HTML.
+Per benchmark: the newest run's regression status; rankings that compare only like with like
+(one table per data source x measure, :data:`~evalsuite.reports.charts.MEASURE_KEYS`), ties
+sharing a rank (values that print the same), medals only on the better side of
+:data:`MEDAL_FLOOR`, rows that regressed against their previous run marked; trend charts as
+small multiples (:func:`~evalsuite.reports.charts.trend_charts`: at most
+:data:`~evalsuite.reports.charts.MAX_SERIES` series each, one color per series in every chart,
+whiskers clipped to the metric's range, health metrics that stayed 0 said in one line); the
+compression-precision curve and the text-vs-vision bars where the metrics exist; and a
+drill-down into the newest run's samples (ground truth and prediction side by side, unmatched
+words in red). Directions and ranges come from the benchmark's metric specs in the registry.
+Everything is inline: the file opens from disk with no network. The same charts are written as
+PNGs to ``plots/`` next to the HTML.
+
+Long histories: each trend chart draws the newest
+:data:`~evalsuite.reports.charts.MAX_RUNS_DRAWN` runs and says in one line how many older runs
+it leaves out; rankings and drill-down show the newest values only. So the page's size does not
+grow with the number of runs: it stays under :data:`PAGE_BYTES_BOUND` for histories of the
+built-in benchmarks, however long (the drill-down, newest run only, grows with its samples).
 """
 
 from __future__ import annotations
@@ -19,18 +31,24 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from evalsuite.benchmarks import load_declarations
+from evalsuite.benchmarks import Benchmark, load_declarations
 from evalsuite.records.atomic import atomic_write_text
 from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
-from evalsuite.records.model import BenchmarkRecord, SampleRecord
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.records.results import RESULTS_FILE, RunMetadata, read_results
 from evalsuite.reports.charts import (
+    HEALTH_METRICS,
+    MEASURE_KEYS,
     Chart,
+    FlatMetric,
     compression_curve,
     group_bars,
-    series_colors,
+    measure_of,
+    metric_traits,
+    parse_parameter,
     slug,
     split_grouped,
+    split_series,
     text_vision_bars,
     trend_charts,
 )
@@ -38,6 +56,7 @@ from evalsuite.reports.html import (
     Cell,
     Column,
     DrillItem,
+    Standing,
     chart_card,
     drilldown,
     ranked_table,
@@ -52,13 +71,28 @@ from evalsuite.reports.series import (
     collect_series,
     load_golden_index,
     newest_regressions,
+    series_steps,
 )
 from evalsuite.reports.wordalign import align_words
+from evalsuite.runner import MetricSpec
 from evalsuite.textformat import MISSING, significant
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULT_MAX_SAMPLES = 30
 PLOTS_DIR = "plots"
+PAGE_BYTES_BOUND = 4_000_000
+"""Most bytes of the HTML page for a history of the built-in benchmarks, however many runs it
+holds (the trend charts draw a bounded number of runs; see the module docstring). Measured: 1 MB
+for 300 runs of ``tests/reports_builder.py``'s bench-like history, 1.9 MB for a real CPU bench
+run with ``--max-samples 3``. What does not depend on the history but can still grow is the
+drill-down: the newest run's worst samples with their texts (``--max-samples``, default 30 per
+record), about 0.8 MB of that 1.9 MB."""
+STATUS_LINES = 5
+"""Regressions listed openly under the status; more are folded (click to show)."""
+MEDAL_FLOOR = 0.5
+"""Where in a metric's range medals stop, as a share of the range: a higher-is-better score in
+[0, 1] needs at least 0.5 for a medal, a lower-is-better one at most 0.5. A headline metric
+without a direction or a bounded range gives no medals."""
 
 
 @dataclass
@@ -232,21 +266,27 @@ def _benchmark_section(
     runs = [e for e in entries if any(r.benchmark == benchmark for r in e.records)]
     own = {key: points for key, points in series.items() if key.benchmark == benchmark}
     metrics = _metric_order(records, own)
-    colors = series_colors([key.label for key in own])
-    trends = trend_charts(benchmark, own, golden, metrics, colors)
-    curve = compression_curve(benchmark, records, colors)
-    bars = [*text_vision_bars(benchmark, records), *group_bars(benchmark, records, colors)]
+    specs = _specs(benchmark)
+    run_keys = [(e.metadata.created_utc, e.metadata.run_id, e.metadata.run_name) for e in runs]
+    trends, flat = trend_charts(benchmark, own, golden, metrics, specs, run_keys)
+    curve = compression_curve(benchmark, records)
+    studies = [
+        chart
+        for study in [*([curve] if curve else []), *text_vision_bars(benchmark, records, specs),
+                      *group_bars(benchmark, records, specs)]
+        for chart in split_series(study)
+    ]
     parts = [
         f'<section class="bench" id="bench-{slug(benchmark)}">'
         f'<h2>{escape(_title(benchmark))}<span class="pill">{escape(benchmark)} · '
         f'{len(runs)} runs</span></h2>',
         _status(own, golden, runs[-1].metadata.run_id),
         "<h3>Ranking</h3>",
-        _ranking(benchmark, own, metrics),
+        _rankings(benchmark, own, metrics, specs, golden),
         "<h3>Trends</h3>",
+        _flat_lines(flat),
         _chart_grid(trends),
     ]
-    studies = [*([curve] if curve else []), *bars]
     if studies:
         parts += ["<h3>Compression and context studies</h3>", _chart_grid(studies)]
     items = _drill_items(records, metrics[0] if metrics else None, max_samples)
@@ -257,6 +297,24 @@ def _benchmark_section(
         parts.append('<p class="empty">No per-sample texts in this run\'s results.json.</p>')
     parts.append("</section>")
     return "".join(parts), [*trends, *studies]
+
+
+def _specs(benchmark: str) -> dict[str, MetricSpec]:
+    """The benchmark's metric specs by name (none for a benchmark the registry does not know)."""
+    declared: Benchmark | None = next(
+        (b for b in load_declarations() if b.name == benchmark), None
+    )
+    if declared is None:
+        return {}
+    names = {m.name for m in declared.metrics} | {"empty_output_rate", "degenerate_output_rate"}
+    return {name: spec for name in names if (spec := declared.metric_spec(name)) is not None}
+
+
+def _flat_lines(flat: Sequence[FlatMetric]) -> str:
+    if not flat:
+        return ""
+    items = "".join(f"<li>{escape(item.text)}</li>" for item in flat)
+    return f'<ul class="flat">{items}</ul>'
 
 
 def _metric_order(
@@ -281,56 +339,140 @@ def _status(series: Mapping[SeriesKey, Sequence[Point]], golden: GoldenIndex, ru
         f" ({escape(step.comparison.test if step.comparison else '')})</li>"
         for key, step in regressions
     )
-    return (f'<div class="status bad">▼ newest run: {len(regressions)} regression(s)</div>'
-            f'<ul class="regressions">{items}</ul>')
+    status = f"▼ newest run: {len(regressions)} regression(s)"
+    listed = f'<ul class="regressions">{items}</ul>'
+    if len(regressions) <= STATUS_LINES:
+        return f'<div class="status bad">{status}</div>{listed}'
+    return (f'<details class="regressions"><summary><span class="status bad">{status} · show '
+            f"them</span></summary>{listed}</details>")
+
+
+RowKey = tuple[str, str, str]  # engine, data, parameter
+
+
+def _rankings(
+    benchmark: str,
+    series: Mapping[SeriesKey, Sequence[Point]],
+    metrics: Sequence[str],
+    specs: Mapping[str, MetricSpec],
+    golden: GoldenIndex,
+) -> str:
+    """One ranked table per data source x measure: only rows measured alike are compared."""
+    latest: dict[RowKey, dict[str, Point]] = {}
+    regressed: dict[RowKey, list[str]] = {}
+    for key, points in series.items():
+        if split_grouped(key.metric)[1] is not None:
+            continue
+        row = (key.engine, key.data, key.parameter)
+        latest.setdefault(row, {})[key.metric] = points[-1]
+        last = series_steps(key, points[-2:], golden)[-1]
+        if last.comparison is not None and last.comparison.regressed:
+            regressed.setdefault(row, []).append(key.metric)
+    if not latest:
+        return '<p class="empty">No metrics recorded.</p>'
+    tables: dict[tuple[str, str], dict[RowKey, dict[str, Point]]] = {}
+    for row, points in sorted(latest.items()):
+        tables.setdefault((row[1], measure_of(row[2])), {})[row] = points
+    several_data = len({data for data, _ in tables}) > 1
+    return "".join(
+        _ranking(benchmark, data, measure, rows, metrics, specs, regressed, several_data)
+        for (data, measure), rows in tables.items()
+    )
 
 
 def _ranking(
-    benchmark: str, series: Mapping[SeriesKey, Sequence[Point]], metrics: Sequence[str]
+    benchmark: str,
+    data: str,
+    measure: str,
+    latest: Mapping[RowKey, Mapping[str, Point]],
+    metrics: Sequence[str],
+    specs: Mapping[str, MetricSpec],
+    regressed: Mapping[RowKey, Sequence[str]],
+    several_data: bool,
 ) -> str:
-    """Latest value of every engine x data x parameter, ranked by the headline metric."""
-    latest: dict[tuple[str, str, str], dict[str, Point]] = {}
-    for key, points in series.items():
-        latest.setdefault((key.engine, key.data, key.parameter), {})[key.metric] = points[-1]
-    if not metrics:
-        return '<p class="empty">No metrics recorded.</p>'
-    headline = metrics[0]
+    """The latest value of each engine x parameter on ``data`` and ``measure``, ranked by the
+    first metric of ``metrics`` they have (the headline); a metric without a direction ranks
+    nothing."""
+    present = [m for m in metrics if any(m in points for points in latest.values())]
+    zero = [m for m in present if m in HEALTH_METRICS and all(
+        points[m].summary.value == 0 for points in latest.values() if m in points)]
+    shown = [m for m in present if m not in zero]
+    headline = shown[0] if shown else present[0]
+    direction, bounds = metric_traits(headline, _any_summary(latest, headline), specs)
 
-    def rank_key(item: tuple[tuple[str, str, str], dict[str, Point]]) -> tuple[int, float, str]:
-        point = item[1].get(headline)
-        if point is None or point.summary.value is None:
-            return (1, 0.0, " ".join(item[0]))
-        sign = -1 if point.summary.direction == "higher" else 1
-        return (0, sign * point.summary.value, " ".join(item[0]))
+    def value(row: RowKey) -> float | None:
+        point = latest[row].get(headline)
+        return None if point is None else point.summary.value
 
+    order = sorted(latest, key=lambda row: (
+        value(row) is None or direction is None,
+        0.0 if value(row) is None or direction is None
+        else -value(row) if direction == "higher" else value(row),
+    ))
+    standings = []
+    for index, row in enumerate(order):
+        rank = None
+        if value(row) is not None and direction is not None:
+            previous = order[index - 1] if index else None
+            ties = previous is not None and standings[-1].rank is not None and (
+                significant(value(previous)) == significant(value(row)))
+            rank = standings[-1].rank if ties else index + 1
+        standings.append(Standing(
+            rank, _earns_medal(value(row), direction, bounds) and len(order) > 1,
+            "regressed against the previous run: " + ", ".join(regressed[row])
+            if row in regressed else "",
+        ))
     rows = []
-    for (engine, data, parameter), points in sorted(latest.items(), key=rank_key):
-        row = {"engine": Cell(engine, engine), "parameter": Cell(parameter, parameter),
-               "data": Cell(data, data)}
+    for engine, _, parameter in order:
+        points = latest[(engine, data, parameter)]
+        settings = ",".join(f"{k}={v}" if k != v else k
+                            for k, v in parse_parameter(parameter).items() if k not in MEASURE_KEYS)
+        row = {"engine": Cell(engine, engine), "parameter": Cell(settings, parameter)}
         newest = max(points.values(), key=lambda p: p.created_utc)
-        row["run"] = Cell(newest.created_utc[:10], newest.created_utc, newest.run_id)
-        for metric in metrics:
+        row["run"] = Cell(newest.created_utc[:16].replace("T", " "), newest.created_utc,
+                          newest.run_id)
+        for metric in shown:
             point = points.get(metric)
             if point is not None:
                 s = point.summary
-                interval = "" if s.ci_low is None else f"95% CI [{s.ci_low:.4g}, {s.ci_high:.4g}], "
+                interval = ("" if s.ci_low is None
+                            else f"95% CI [{significant(s.ci_low)}, {significant(s.ci_high)}], ")
                 row[metric] = Cell.number(s.value, f"{interval}n={s.n}")
-        row["n"] = Cell(str(points[headline].summary.n) if headline in points else MISSING,
-                        points[headline].summary.n if headline in points else None)
+        head = points.get(headline)
+        row["n"] = Cell(str(head.summary.n) if head else MISSING, head.summary.n if head else None)
         rows.append(row)
-    directions = {key.metric: points[-1].summary.direction for key, points in series.items()}
     columns = [
         Column("engine", "engine", numeric=False),
-        Column("parameter", "parameter", numeric=False),
-        *(Column(m, m, title=better_note(directions.get(m, "higher"))) for m in metrics),
-        Column("n", f"n ({headline})"),
-        Column("data", "data", numeric=False),
+        Column("parameter", "settings", numeric=False),
+        *(Column(m, m, title=better_note(metric_traits(m, _any_summary(latest, m), specs)[0]))
+          for m in shown),
+        Column("n", "n"),
         Column("run", "latest run", numeric=False),
     ]
-    caption = (f"ranked by {headline}; latest run of each engine x data x parameter; hover a "
-               "value for n")
-    unranked = sum(1 for item in latest.items() if rank_key(item)[0])
-    return ranked_table(f"rank-{slug(benchmark)}", columns, rows, caption, unranked=unranked)
+    where = " · ".join(filter(None, (f"data={data}" if several_data or data != "fixtures"
+                                     else "", measure)))
+    rule = (f"ranked by {headline} ({better_note(direction)}); equal printed values tie"
+            if direction else f"{headline} has no better direction: not ranked")
+    caption = f"{where + ': ' if where else ''}{rule}; hover a value for its interval and n"
+    if zero:
+        caption += f"; {' and '.join(zero)}: 0 in every row"
+    return ranked_table(slug("rank", benchmark, data, measure), columns, rows, caption,
+                        standings=standings)
+
+
+def _any_summary(latest: Mapping[RowKey, Mapping[str, Point]], metric: str) -> MetricSummary:
+    return next(points[metric].summary for points in latest.values() if metric in points)
+
+
+def _earns_medal(
+    value: float | None, direction: str | None, bounds: tuple[float | None, float | None]
+) -> bool:
+    """Whether ``value`` is on the better side of :data:`MEDAL_FLOOR` in its range."""
+    low, high = bounds
+    if value is None or direction is None or low is None or high is None:
+        return False
+    share = (value - low) / (high - low)
+    return share >= MEDAL_FLOOR if direction == "higher" else share <= 1 - MEDAL_FLOOR
 
 
 def _chart_grid(charts: Sequence[Chart]) -> str:

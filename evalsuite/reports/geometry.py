@@ -1,7 +1,9 @@
 """One geometry for every chart: a :class:`~evalsuite.reports.charts.Chart` laid out as shapes in
 pixels (:func:`layout`), which :mod:`svg` writes as markup for the dashboard and :mod:`plots`
-rasterizes to PNG. Scales, ticks, bars, bands, markers, colors and line styles are decided here
-once; the renderers know shapes, not chart kinds.
+rasterizes to PNG. Scales, ticks, bars, whiskers, markers, colors and line styles are decided
+here once; the renderers know shapes, not chart kinds. No label is ever cut: x labels that do
+not fit side by side are turned upright (the chart grows taller for them), long titles and
+legend labels wrap.
 
 Coordinates are SVG's: origin top left, y down, text anchored on its baseline.
 """
@@ -9,6 +11,7 @@ Coordinates are SVG's: origin top left, y down, text anchored on its baseline.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -21,6 +24,8 @@ CHAR_WIDTH = 6.7  # px per tick label character at 10.5 px (DejaVu Sans digits: 
 TIGHT_CHAR_WIDTH = 5.8  # the same at 9 px
 TITLE_CHAR_WIDTH = 6.6  # px per character of a title at 12 px (mixed text)
 CAPTION_HEIGHT = 24  # the title band above the plot, with a caption
+TITLE_LINE = 15  # each further line of a wrapped title
+TICK_HEIGHT = 12  # px an upright x label needs beside the next one
 LEGEND_ROW = 16  # one legend row below the plot, with a caption
 LEGEND_COLUMNS = 3
 LEGEND_KEY = 18  # a legend key and the gap to its label
@@ -56,7 +61,7 @@ STYLES: dict[str, Style] = {
     "legend": Style(font_size=10, color="#475467"),
     "swatch": Style(),
     "line": Style(stroke_width=2),
-    "band": Style(opacity=0.09),
+    "interval": Style(stroke_width=1.1, opacity=0.6),
     "golden": Style(stroke_width=1.4, opacity=0.85, dash=(6, 4)),
     "dot": Style(stroke_width=1),
     "flag": Style(stroke_width=2),
@@ -122,8 +127,7 @@ class Rect:
 
 @dataclass(frozen=True)
 class Text:
-    """Text on its baseline at (x, y); ``rotate`` in degrees, counterclockwise, about (x, y);
-    ``title`` the full text where ``text`` is cut."""
+    """Text on its baseline at (x, y); ``rotate`` in degrees, counterclockwise, about (x, y)."""
 
     x: float
     y: float
@@ -131,7 +135,6 @@ class Text:
     role: str
     anchor: Literal["start", "middle", "end"] = "start"
     rotate: float = 0.0
-    title: str = ""
 
 
 Shape = Line | Polyline | Polygon | Circle | Rect | Text
@@ -162,6 +165,7 @@ class Frame:
         self.x0, self.x1 = x_range
         self.y0, self.y1 = y_ticks[0], y_ticks[-1]
         self.top = top
+        self.extra = 0.0  # px below the plot for upright x labels, set by the axes
 
     def px(self, x: float) -> float:
         span = (self.x1 - self.x0) or 1.0
@@ -198,15 +202,19 @@ def tick_label(value: float, ticks: Sequence[float]) -> str:
 def thin_ticks(
     ticks: Sequence[tuple[float, str]], most: int = MAX_X_LABELS
 ) -> list[tuple[float, str]]:
-    """Every k-th tick (and the last) so that at most about ``most`` labels remain."""
+    """Every k-th tick and the last, so that at most about ``most`` labels remain; a k-th tick
+    closer than k/2 to the last one gives way to it."""
     every = max(1, -(-len(ticks) // most))
-    return [tick for i, tick in enumerate(ticks) if i % every == 0 or i == len(ticks) - 1]
+    last = len(ticks) - 1
+    return [tick for i, tick in enumerate(ticks)
+            if i == last or (i % every == 0 and last - i >= every / 2)]
 
 
 def layout(chart: Chart, *, caption: bool = False) -> Drawing:
     """The chart's shapes. With ``caption`` (a stand-alone image) the title goes above the plot
     and a legend below it; the dashboard writes both in HTML around the drawing instead."""
-    top = CAPTION_HEIGHT if caption else 0.0
+    title = _title(chart) if caption else []
+    top = CAPTION_HEIGHT + TITLE_LINE * (len(title) - 1) if caption else 0.0
     y_ticks = nice_ticks(*_y_extent(chart))
     if chart.kind == "bars":
         frame = Frame((-0.5, len(chart.groups) - 0.5), y_ticks, top)
@@ -216,30 +224,31 @@ def layout(chart: Chart, *, caption: bool = False) -> Drawing:
         xs = [p.x for s in chart.series for p in s.points]
         x_values = nice_ticks(min(xs), max(xs))
         frame = Frame((x_values[0], x_values[-1]), y_ticks, top)
-        series = _lines(chart, frame, bands=False)
+        series = _lines(chart, frame, whiskers=False)
         x_ticks = [(x, tick_label(x, x_values)) for x in x_values]
     else:
         last = max((t[0] for t in chart.x_ticks), default=0.0)
         frame = Frame((-0.4, last + 0.4) if last == 0 else (0.0, last), y_ticks, top)
-        series = _lines(chart, frame, bands=True)
+        series = _lines(chart, frame, whiskers=True)
         x_ticks = thin_ticks(chart.x_ticks)
     groups = [_axes(frame, y_ticks, x_ticks, chart), *series]
-    height = top + HEIGHT
+    height = top + HEIGHT + frame.extra
     if caption:
-        legend, rows = _legend(chart, top + HEIGHT)
-        groups.append(Group("caption", (_title(chart), *legend)))
+        legend, rows = _legend(chart, height)
+        groups.append(Group("caption", (*title, *legend)))
         height += rows * LEGEND_ROW + (6 if rows else 0)
     return Drawing(WIDTH, height, tuple(groups))
 
 
 def _y_extent(chart: Chart) -> tuple[float, float]:
-    """Range of values, intervals and golden lines; intervals stay within [0, 1] when every
-    value does (a t interval of a score in [0, 1] can reach past it)."""
+    """Range of values, intervals and golden lines, intervals clipped to the chart's
+    ``value_range`` (a t interval of a score in [0, 1] can reach past it)."""
+    low, high = chart.value_range
     centres = [p.y for s in chart.series for p in s.points]
     centres += [s.reference for s in chart.series if s.reference is not None]
     spans = [v for s in chart.series for p in s.points for v in (p.low, p.high) if v is not None]
-    if centres and all(0.0 <= v <= 1.0 for v in centres):
-        spans = [min(max(v, 0.0), 1.0) for v in spans]
+    spans = [v if low is None else max(v, low) for v in spans]
+    spans = [v if high is None else min(v, high) for v in spans]
     values = [v for v in centres + spans if math.isfinite(v)]
     if chart.kind == "bars":
         values.append(0.0)
@@ -262,21 +271,28 @@ def _axes(
     if len(x_ticks) > 1:
         spacing = frame.px(x_ticks[1][0]) - frame.px(x_ticks[0][0])
     longest = max((len(label) for _, label in x_ticks), default=0)
-    tight = longest * CHAR_WIDTH > spacing  # crowded: a smaller font, then cut what still overlaps
-    fits = max(3, int(spacing / (TIGHT_CHAR_WIDTH if tight else CHAR_WIDTH)))
-    role = "tick tight" if tight else "tick"
+    # crowded: a smaller font; still crowded: upright labels, and the chart grows below
+    role = "tick tight" if longest * CHAR_WIDTH > spacing else "tick"
+    upright = longest * TIGHT_CHAR_WIDTH > spacing
+    if upright:
+        frame.extra = max(0.0, 6 + longest * TIGHT_CHAR_WIDTH + 22 - BOTTOM)
     for x, label in x_ticks:
-        shapes.append(Text(frame.px(x), base + 15, _cut(label, fits), role, "middle", title=label))
+        if upright:
+            shapes.append(Text(frame.px(x) + 3.5, base + 6, label, role, "end", rotate=90))
+        else:  # centred on its tick, but kept inside the drawing at both ends
+            half = len(label) * (TIGHT_CHAR_WIDTH if role == "tick tight" else CHAR_WIDTH) / 2
+            centre = min(max(frame.px(x), half + 2), WIDTH - half - 2)
+            shapes.append(Text(centre, base + 15, label, role, "middle"))
     shapes.append(
-        Text((LEFT + WIDTH - RIGHT) / 2, frame.top + HEIGHT - 8, chart.x_label, "axis-label",
-             "middle")
+        Text((LEFT + WIDTH - RIGHT) / 2, frame.top + HEIGHT - 8 + frame.extra, chart.x_label,
+             "axis-label", "middle")
     )
     middle = frame.top + (TOP + HEIGHT - BOTTOM) / 2
     shapes.append(Text(13, middle, chart.y_label, "axis-label", "middle", rotate=90))
     return Group("axes", tuple(shapes))
 
 
-def _lines(chart: Chart, frame: Frame, *, bands: bool) -> list[Group]:
+def _lines(chart: Chart, frame: Frame, *, whiskers: bool) -> list[Group]:
     groups = []
     for index, series in enumerate(chart.series):
         color = series.color_at(index)
@@ -285,8 +301,9 @@ def _lines(chart: Chart, frame: Frame, *, bands: bool) -> list[Group]:
             py = frame.py(series.reference)
             title = f"golden {series.label}: {series.reference:.4g}"
             shapes.append(Line(LEFT, py, WIDTH - RIGHT, py, "golden", color, title))
-        if bands:
-            shapes.extend(_band(series.points, frame, color))
+        if whiskers:
+            shapes.extend(_whisker(point, frame, color) for point in series.points
+                          if point.low is not None and point.high is not None)
         if len(series.points) > 1:
             points = tuple((frame.px(p.x), frame.py(p.y)) for p in series.points)
             shapes.append(Polyline(points, "line", color))
@@ -296,13 +313,10 @@ def _lines(chart: Chart, frame: Frame, *, bands: bool) -> list[Group]:
     return groups
 
 
-def _band(points: Sequence[ChartPoint], frame: Frame, color: str) -> list[Shape]:
-    spans = [(p.x, p.low, p.high) for p in points if p.low is not None and p.high is not None]
-    if len(spans) < 2:
-        return []
-    upper = [(frame.px(x), frame.py(high)) for x, _, high in spans]
-    lower = [(frame.px(x), frame.py(low)) for x, low, _ in reversed(spans)]
-    return [Polygon(tuple(upper + lower), "band", color)]
+def _whisker(point: ChartPoint, frame: Frame, color: str) -> Line:
+    """A thin vertical line over the point's interval (already clipped to the metric's range)."""
+    x = frame.px(point.x)
+    return Line(x, frame.py(point.low or 0.0), x, frame.py(point.high or 0.0), "interval", color)
 
 
 def _marker(point: ChartPoint, series: ChartSeries, frame: Frame, color: str) -> list[Shape]:
@@ -351,15 +365,17 @@ def _bars(chart: Chart, frame: Frame) -> list[Group]:
     return groups
 
 
-def _title(chart: Chart) -> Text:
+def _title(chart: Chart) -> list[Text]:
+    """The title and note, wrapped to the width: one line each."""
     full = f"{chart.title}  ({chart.note})" if chart.note else chart.title
-    text = _cut(full, int((WIDTH - 16) / TITLE_CHAR_WIDTH))
-    return Text(WIDTH / 2, CAPTION_HEIGHT - 8, text, "title", "middle", title=full)
+    lines = wrap(full, int((WIDTH - 16) / TITLE_CHAR_WIDTH))
+    return [Text(WIDTH / 2, CAPTION_HEIGHT - 8 + TITLE_LINE * i, line, "title", "middle")
+            for i, line in enumerate(lines)]
 
 
-def _cut(label: str, fits: int) -> str:
-    """``label``, or its first ``fits - 1`` characters and an ellipsis."""
-    return label if len(label) <= fits else label[: fits - 1] + "…"
+def wrap(label: str, fits: int) -> list[str]:
+    """``label`` in lines of at most ``fits`` characters, broken at spaces where it can be."""
+    return textwrap.wrap(label, max(fits, 1), break_on_hyphens=False) or [label]
 
 
 def _legend(chart: Chart, top: float) -> tuple[list[Shape], int]:
@@ -381,8 +397,9 @@ def _legend(chart: Chart, top: float) -> tuple[list[Shape], int]:
     columns = next((n for n in range(LEGEND_COLUMNS, 1, -1) if room(n) >= longest), 1)
     column_width, fits = span / columns, room(columns)
     shapes: list[Shape] = []
+    rows = 0  # one column: a label too long for it wraps onto rows of its own
     for index, (role, label, color) in enumerate(keys):
-        row, column = divmod(index, columns)
+        row, column = divmod(index, columns) if columns > 1 else (rows, 0)
         x = LEFT - 40 + column * column_width
         y = top + row * LEGEND_ROW + 10
         if role == "golden":
@@ -391,5 +408,8 @@ def _legend(chart: Chart, top: float) -> tuple[list[Shape], int]:
             shapes.append(Rect(x, y - 8, 10, 10, role, color))
         else:
             shapes.append(Circle(x + 5, y - 3, 4.5, role, color, filled=False))
-        shapes.append(Text(x + LEGEND_KEY, y + 1, _cut(label, fits), "legend", title=label))
-    return shapes, -(-len(keys) // columns)
+        lines = wrap(label, fits) if columns == 1 else [label]
+        shapes.extend(Text(x + LEGEND_KEY, y + 1 + LEGEND_ROW * i, line, "legend")
+                      for i, line in enumerate(lines))
+        rows = max(rows, row + len(lines))
+    return shapes, rows

@@ -44,6 +44,16 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Standing:
+    """A table row's place: its rank (None: unranked; equal ranks are ties), whether it may
+    have a medal (its value is above the page's floor) and, when it regressed, in what."""
+
+    rank: int | None
+    medal: bool = True
+    regressed: str = ""
+
+
+@dataclass(frozen=True)
 class DrillItem:
     """One sample of the drill-down: its texts as aligned segments and its scores."""
 
@@ -91,6 +101,7 @@ def legend(series: Sequence[ChartSeries], extras: str = "") -> str:
 
 
 def chart_card(chart: Chart) -> str:
+    """A chart with its caption, legend and the line on runs not drawn."""
     has_golden = any(series.reference is not None for series in chart.series)
     extras = []
     if has_golden:
@@ -99,10 +110,12 @@ def chart_card(chart: Chart) -> str:
         extras.append('<span class="key"><i class="ring bad"></i>regressed</span>'
                       '<span class="key"><i class="ring good"></i>improved</span>')
     note = f'<span class="note">{escape(chart.note)}</span>' if chart.note else ""
+    older = f'<p class="older">{escape(chart.older)}</p>' if chart.older else ""
     return (
-        f'<figure class="card chart-card"><figcaption><b>{escape(chart.title)}</b>{note}'
+        f'<figure class="card chart-card" data-series-count="{len(chart.series)}">'
+        f"<figcaption><b>{escape(chart.title)}</b>{note}"
         f"</figcaption>{render_svg(chart)}"
-        f"{legend(chart.series, ''.join(extras))}</figure>"
+        f"{legend(chart.series, ''.join(extras))}{older}</figure>"
     )
 
 
@@ -113,27 +126,43 @@ def ranked_table(
     caption: str,
     *,
     unranked: int = 0,
+    standings: Sequence[Standing] | None = None,
 ) -> str:
-    """A sortable table whose rows come in rank order; the top three get medals. The last
-    ``unranked`` rows (without the ranking metric) get no rank."""
+    """A sortable table whose rows come in rank order. Without ``standings`` the rows are ranked
+    1, 2, 3, … and the last ``unranked`` rows (without the ranking metric) get no rank; with
+    them, each row's standing says. Ranks 1 to 3 get medals (a tie shows as ``2=``); a
+    regressed row is marked ▼ and tinted."""
+    if standings is None:
+        ranked = len(rows) - unranked
+        standings = [Standing(i if i <= ranked else None) for i in range(1, len(rows) + 1)]
+    counts: dict[int | None, int] = {}
+    for standing in standings:
+        counts[standing.rank] = counts.get(standing.rank, 0) + 1
     head = ['<th class="text" data-numeric="1" aria-sort="ascending" title="rank">#</th>']
     for column in columns:
         kind = ' data-numeric="1"' if column.numeric else ' class="text"'
         title = f' title="{escape(column.title)}"' if column.title else ""
-        head.append(f'<th{kind}{title}>{escape(column.label)}</th>')
+        label = escape(column.label).replace("_", "_<wbr>")  # long metric names wrap there
+        head.append(f'<th{kind}{title}>{label}</th>')
     body = []
-    ranked = len(rows) - unranked
-    for rank, row in enumerate(rows, start=1):
-        medal = f' class="medal {MEDALS[rank - 1]}"' if rank <= min(len(MEDALS), ranked) else ""
-        shown = str(rank) if rank <= ranked else MISSING
-        cells = [f'<td class="text" data-sort="{rank}"><span{medal}>{shown}</span></td>']
+    for position, (row, standing) in enumerate(zip(rows, standings, strict=True), start=1):
+        rank = standing.rank
+        medal = (f' class="medal {MEDALS[rank - 1]}"'
+                 if rank is not None and rank <= len(MEDALS) and standing.medal else "")
+        shown = MISSING if rank is None else f"{rank}=" if counts[rank] > 1 else str(rank)
+        mark = ""
+        if standing.regressed:
+            mark = (f' <span class="regressed-mark" title="{escape(standing.regressed)}">'
+                    "▼ regressed</span>")
+        cells = [f'<td class="text" data-sort="{position}"><span{medal}>{shown}</span>{mark}</td>']
         for column in columns:
             cell = row.get(column.key, Cell(MISSING))
             sort = "" if cell.sort is None else str(cell.sort)
             kind = "" if column.numeric else ' class="text"'
             title = f' title="{escape(cell.title)}"' if cell.title else ""
             cells.append(f'<td{kind} data-sort="{escape(sort)}"{title}>{escape(cell.text)}</td>')
-        body.append(f"<tr>{''.join(cells)}</tr>")
+        tint = ' class="regressed"' if standing.regressed else ""
+        body.append(f"<tr{tint}>{''.join(cells)}</tr>")
     return (
         f'<div class="table-tools"><span class="caption">{escape(caption)}</span>'
         f'<button type="button" class="csv" data-table="{escape(table_id)}">Download CSV</button>'
@@ -142,9 +171,15 @@ def ranked_table(
     )
 
 
-def drilldown(drill_id: str, items: Sequence[DrillItem]) -> str:
-    """A sample picker over ``items`` and the two texts side by side: words without a partner
-    in red, hovering a word highlights its partner."""
+def drilldown(
+    drill_id: str,
+    items: Sequence[DrillItem],
+    *,
+    titles: tuple[str, str] = ("Ground truth", "Prediction"),
+) -> str:
+    """A sample picker over ``items`` and the two texts side by side (headed ``titles``: the
+    ``gt`` text's, the ``pred`` text's): words without a partner in red, hovering a word
+    highlights its partner."""
     data = [
         {
             "label": item.label,
@@ -162,8 +197,8 @@ def drilldown(drill_id: str, items: Sequence[DrillItem]) -> str:
         '<span class="hint">red: word missing from the other text · hover a word to see its '
         "match</span></div>"
         '<div class="drill-scores"></div><div class="drill-panels">'
-        '<div class="panel"><h4>Ground truth</h4><div class="text gt"></div></div>'
-        '<div class="panel"><h4>Prediction</h4><div class="text pred"></div></div>'
+        f'<div class="panel"><h4>{escape(titles[0])}</h4><div class="text gt"></div></div>'
+        f'<div class="panel"><h4>{escape(titles[1])}</h4><div class="text pred"></div></div>'
         f"</div></div>{json_script(f'{drill_id}-data', data)}"
     )
 

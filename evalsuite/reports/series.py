@@ -180,7 +180,7 @@ def newest_regressions(
     run (same benchmark, engine, data, parameter and metric)."""
     regressions = []
     for key, points in series.items():
-        steps = series_steps(key, points, golden, default_tolerance=default_tolerance)
+        steps = series_steps(key, points[-2:], golden, default_tolerance=default_tolerance)
         last = steps[-1] if steps else None
         if (
             last is not None

@@ -1,9 +1,12 @@
 """The terminal summary of a run: per benchmark a row per engine x data x parameter x gated
-metric with value, golden, delta and status; then per engine how many metrics were gated on
-how many samples, and the run's model calls. Numbers to 4 significant digits."""
+metric with value, golden, delta, status and n, and the record's failed samples (``errors``);
+then per engine how many metrics were gated on how many samples, and the run's model calls.
+Numbers to 4 significant digits. A table wider than the terminal is split: engine, data and
+parameter on a line of their own above a table of their metrics."""
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -23,8 +26,9 @@ GATED_STATUSES = ("ok", "improved", "regressed")
 
 
 def summary_lines(run: RunResults, width: int = 100) -> list[str]:
-    """The summary tables of ``run``, each no wider than ``width`` where the data allows (long
-    parameters wrap onto their own line)."""
+    """The summary tables of ``run``, each no wider than ``width`` where the data allows: a
+    table too wide for it is split into one per engine x data x parameter, named on a line of
+    its own with its errors (see :func:`_narrow`); the per-engine lines wrap."""
     by_benchmark = defaultdict(list)
     for record in run.records:
         by_benchmark[record.benchmark].append(record)
@@ -46,7 +50,7 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
                     significant(gate.get("golden")),
                     significant(gate.get("delta"), signed=True),
                     STATUS_LABELS.get(gate.get("status"), str(gate.get("status"))),
-                    str(summary.n if summary else 0) if first else "",
+                    str(summary.n if summary else 0),
                     str(errors) if first else "",
                 ])
                 first = False
@@ -54,27 +58,44 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
                    "n", "errors"]
         table = format_table(headers, rows, align="llllrrrlrr", indent="  ")
         if max((len(line) for line in table.splitlines()), default=0) > width:
-            table = _narrow(headers, rows)
+            table = _narrow(headers, rows, width)
         lines.append(f"{benchmark}:")
         lines.extend(table.splitlines())
-    lines.extend(gated_lines(run))
+    for line in gated_lines(run):
+        lines.extend(textwrap.wrap(line, width, subsequent_indent="  ") or [line])
     return lines
 
 
-def _narrow(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """The table with engine, data and parameter on a line of their own above their metrics."""
-    out = []
-    body = []
+def _narrow(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """The table split into one per engine x data x parameter: those three and the errors on a
+    line of their own (wrapped at ``width``), then a table of their metrics."""
+    out: list[str] = []
+    body: list[Sequence[str]] = []
+
+    def flush() -> None:
+        if body:
+            out.append(format_table(headers[3:-1], body, align="lrrrlr", indent="    "))
+            body.clear()
+
     for row in rows:
         if row[0]:
-            if body:
-                out.append(format_table(headers[3:], body, align="lrrrlrr", indent="    "))
-                body = []
-            out.append(f"  {row[0]} · {row[1]} · {row[2]}")
-        body.append(row[3:])
-    if body:
-        out.append(format_table(headers[3:], body, align="lrrrlrr", indent="    "))
+            flush()
+            out.extend(_joined([*row[:3], f"{headers[-1]} {row[-1]}"], width))
+        body.append(row[3:-1])
+    flush()
     return "\n".join(out)
+
+
+def _joined(pieces: Sequence[str], width: int) -> list[str]:
+    """``pieces`` joined by `` · `` on lines of at most ``width`` (a piece too long for one
+    line keeps its own); continuation lines start with ``·``."""
+    lines = ["  " + pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 3 + len(piece) <= width:
+            lines[-1] += " · " + piece
+        else:
+            lines.append("    · " + piece)
+    return lines
 
 
 def gated_lines(run: RunResults) -> list[str]:
@@ -83,7 +104,7 @@ def gated_lines(run: RunResults) -> list[str]:
     for record in run.records:
         counts = per_engine[record.engine]
         counts["samples"] += len(record.samples)
-        counts["failed samples"] += sum(1 for s in record.samples if s.error)
+        counts["errors"] += sum(1 for s in record.samples if s.error)
         for gate in record.params.get("gates", {}).values():
             status = gate.get("status")
             counts["gated"] += status in GATED_STATUSES
@@ -97,7 +118,7 @@ def gated_lines(run: RunResults) -> list[str]:
         )
         lines.append(
             f"{engine}: {counts['gated']} metrics gated on {counts['samples']} samples"
-            f" ({statuses or 'no gate'}; {counts['failed samples']} failed samples)"
+            f" ({statuses or 'no gate'}; {counts['errors']} sample errors)"
         )
     calls = run.metadata.model_calls
     lines.append(f"model calls: {MISSING if calls is None else calls}")

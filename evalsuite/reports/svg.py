@@ -30,6 +30,7 @@ def render_svg(chart: Chart) -> str:
     drawing = layout(chart)
     parts = [
         f'<svg class="chart chart-{chart.kind}" id="{escape(chart.chart_id)}" '
+        f'data-series-count="{len(chart.series)}" '
         f'viewBox="0 0 {drawing.width:g} {drawing.height:g}" role="img" '
         f'aria-label="{escape(chart.title)}" xmlns="http://www.w3.org/2000/svg">',
         *(_group(group) for group in drawing.groups),
@@ -111,8 +112,7 @@ def _text(shape: Text) -> str:
         if shape.rotate
         else f'x="{shape.x:.1f}" y="{shape.y:.1f}"'
     )
-    title = _title(shape.title) if shape.title and shape.title != shape.text else ""
     return (
         f'<text class="{shape.role}" {place} text-anchor="{shape.anchor}" '
-        f'font-size="{style.font_size:g}" fill="{style.color}">{title}{escape(shape.text)}</text>'
+        f'font-size="{style.font_size:g}" fill="{style.color}">{escape(shape.text)}</text>'
     )

@@ -1,8 +1,10 @@
 """``evalsuite trend``: how each metric moved over the last runs, regressions flagged.
 
-One table per benchmark x metric: for every engine x data x parameter its last N values with
-their 95% interval, the change against the run before, and a flag when that change is a
-regression or an improvement by the golden gate's statistics (see :mod:`evalsuite.reports.series`).
+By default one line per series (benchmark x engine x data x parameter x metric): its last value,
+the change against the run before, the difference to its golden value, a sparkline of its last N
+values, and a flag when the last change is a regression or an improvement by the golden gate's
+statistics (see :mod:`evalsuite.reports.series`). ``--all`` prints the long form instead: one
+table per benchmark x metric with every one of the last N runs, its 95% interval and change.
 ``--fail-on-regression`` exits 1 when the newest run regressed against the previous comparable
 run of any shown series, for CI. Per-group aggregates (``edit_precision[600-700]``) are shown
 and judged only with ``--groups`` or when ``--metric`` names one.
@@ -29,9 +31,9 @@ from evalsuite.reports.series import (
     newest_regressions,
     series_steps,
 )
-from evalsuite.textformat import MISSING, format_table, significant
+from evalsuite.textformat import MISSING, format_table, significant, sparkline
 
-DEFAULT_LAST = 10
+DEFAULT_LAST = 12
 REGRESSED = "▼ REGRESSED"
 IMPROVED = "▲ improved"
 
@@ -42,7 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benchmark", help="show only this benchmark")
     parser.add_argument("--metric", help="show only this metric")
     parser.add_argument("--last", type=_positive_int, default=DEFAULT_LAST, metavar="N",
-                        help="runs per series to show (default: %(default)s)")
+                        help="runs per series to show: the sparkline's length, or with --all "
+                             "the rows (default: %(default)s)")
+    parser.add_argument("--all", action="store_true", dest="every_run",
+                        help="the long form: a row per run of each series, with its 95%% "
+                             "interval, instead of one line per series")
     parser.add_argument("--golden-dir", type=Path, default=Path("golden"),
                         help="golden files giving each metric's tolerance (default: %(default)s)")
     parser.add_argument("--tolerance", type=float, default=None,
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     golden = load_golden_index(args.golden_dir, {key.benchmark for key in series})
     print(render_trend(entries, series, golden, last=args.last, source=str(args.history),
-                       default_tolerance=args.tolerance))
+                       default_tolerance=args.tolerance, every_run=args.every_run))
     newest = chronological(entries)[-1].metadata.run_id
     regressions = newest_regressions(series, newest, golden, default_tolerance=args.tolerance)
     return 1 if args.fail_on_regression and regressions else 0
@@ -109,24 +115,38 @@ def render_trend(
     last: int,
     source: str,
     default_tolerance: float | None = None,
+    every_run: bool = False,
 ) -> str:
-    """The whole terminal report: a header, one table per benchmark x metric, the verdict."""
+    """The whole terminal report: a header; one line per series (a table per benchmark), or
+    with ``every_run`` one table per benchmark x metric with a row per run; the verdict."""
     newest = chronological(entries)[-1].metadata
     engines = ", ".join(newest.engines) or MISSING
     dirty = " (dirty)" if newest.git_dirty else ""
+    shape = (
+        f"last {last} per series" if every_run
+        else f"one line per series, sparkline of its last {last} runs (--all: every run)"
+    )
     blocks = [
-        f"evalsuite trend: {source}, {len(entries)} runs, last {last} per series",
+        f"evalsuite trend: {source}, {len(entries)} runs, {shape}",
         f"newest run {newest.run_id} at {newest.created_utc}, "
         f"commit {_short(newest.git_commit)}{dirty}, engines {engines}",
     ]
     by_metric = sorted(series.items(), key=lambda item: _metric_order(item[0]))
-    for (benchmark, metric), group in groupby(by_metric, lambda item: _metric_order(item[0])[:2]):
-        keys_points = list(group)
-        summary = keys_points[-1][1][-1].summary
-        blocks.append(
-            f"\n{benchmark} · {metric} ({summary.kind}, {better_note(summary.direction)})\n"
-            + _metric_table(keys_points, golden, last, default_tolerance)
-        )
+    if every_run:
+        for (benchmark, metric), group in groupby(
+            by_metric, lambda item: _metric_order(item[0])[:2]
+        ):
+            keys_points = list(group)
+            summary = keys_points[-1][1][-1].summary
+            blocks.append(
+                f"\n{benchmark} · {metric} ({summary.kind}, {better_note(summary.direction)})\n"
+                + _metric_table(keys_points, golden, last, default_tolerance)
+            )
+    else:
+        for benchmark, group in groupby(by_metric, lambda item: item[0].benchmark):
+            blocks.append(
+                f"\n{benchmark}\n" + _series_table(list(group), golden, last, default_tolerance)
+            )
     regressions = newest_regressions(series, newest.run_id, golden,
                                      default_tolerance=default_tolerance)
     blocks.append("\n" + _verdict(regressions))
@@ -157,6 +177,38 @@ def _metric_table(
     return format_table(headers, rows, align="lllllrrrrl", indent="  ")
 
 
+def _series_table(
+    keys_points: Sequence[tuple[SeriesKey, Sequence[Point]]],
+    golden: GoldenIndex,
+    last: int,
+    default_tolerance: float | None,
+) -> str:
+    """One row per series: its last value and n, the change against the run before, the
+    difference to its golden value, a sparkline of its last ``last`` values, the last flag."""
+    rows = []
+    for key, points in keys_points:
+        steps = series_steps(key, points, golden, default_tolerance=default_tolerance)
+        newest = steps[-1]
+        value = newest.point.summary.value
+        entry = golden.get(key.golden_key)
+        versus = None if entry is None or value is None else value - entry.value
+        rows.append([
+            key.metric,
+            key.engine,
+            key.data,
+            key.parameter,
+            significant(value),
+            str(newest.point.summary.n),
+            _delta(newest),
+            significant(versus, signed=True),
+            sparkline([point.summary.value for point in points[-last:]]),
+            _flag(newest),
+        ])
+    headers = ["metric", "engine", "data", "parameter", "last", "n", "Δ prev", "vs golden",
+               f"last {last}", "flag"]
+    return format_table(headers, rows, align="llllrrrrll", indent="  ")
+
+
 def _step_cells(step: Step) -> list[str]:
     summary = step.point.summary
     if summary.ci_low is None or summary.ci_high is None:
@@ -164,23 +216,27 @@ def _step_cells(step: Step) -> list[str]:
     else:
         low = significant(summary.ci_low)
         interval = f"{low}–{significant(summary.ci_high)}"
-    comparison = step.comparison
-    previous = step.previous.summary.value if step.previous else None
-    if comparison is not None:
-        delta = significant(comparison.delta, signed=True)
-    elif previous is not None and summary.value is not None:
-        delta = significant(summary.value - previous, signed=True)  # a descriptive metric
-    else:
-        delta = ""
     return [
         step.point.run_id,
         _short(step.point.git_commit),
         significant(summary.value),
         interval,
         str(summary.n),
-        delta,
+        _delta(step),
         _flag(step),
     ]
+
+
+def _delta(step: Step) -> str:
+    """The change against the run before (as the gate's test measured it); empty for the
+    first run of a series."""
+    current = step.point.summary.value
+    previous = step.previous.summary.value if step.previous else None
+    if step.comparison is not None:
+        return significant(step.comparison.delta, signed=True)
+    if previous is not None and current is not None:
+        return significant(current - previous, signed=True)  # a descriptive metric
+    return ""
 
 
 def _flag(step: Step) -> str:

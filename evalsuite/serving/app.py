@@ -32,7 +32,6 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import io
 import json
 import time
 import uuid
@@ -48,6 +47,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalsuite import __version__
 from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, image_sha256
 from evalsuite.engines.deepseek_inputs import with_image_placeholder
+from evalsuite.errors import ImageInputError
+from evalsuite.images import open_image
 from evalsuite.tokens import MODES
 
 SERVER_NAME = "evalsuite serve"
@@ -403,8 +404,10 @@ def decode_data_url(url: str) -> Image.Image:
             f"got {url[:40]!r}..."
         )
     try:
-        image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
-        image.load()
-    except (binascii.Error, OSError, ValueError, SyntaxError) as exc:
-        raise RequestError(f"image_url does not hold a readable image: {exc}") from None
-    return image
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise RequestError(f"image_url does not hold valid base64: {exc}") from None
+    try:
+        return open_image(decoded, what="image_url")
+    except ImageInputError as exc:
+        raise RequestError(str(exc)) from None

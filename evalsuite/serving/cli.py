@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from evalsuite.images import add_max_image_pixels_argument, set_max_image_pixels
+
 DESCRIPTION = "serve an engine over an OpenAI-compatible HTTP API"
 EPILOG = """\
 examples:
@@ -53,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="resolution mode of requests that name none (default: gundam, or the engine's "
         "first mode if it has no gundam)",
     )
+    add_max_image_pixels_argument(parser)
     parser.add_argument(
         "--engine-option",
         action="append",
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from evalsuite.errors import EvalsuiteError
     from evalsuite.serving.app import create_app
 
+    set_max_image_pixels(args.max_image_pixels)
     try:
         engine = create_engine(args.engine, **dict(args.engine_option))
         app = create_app(

@@ -1,0 +1,92 @@
+"""What the fault battery's bench runs share: a way to run ``pytest benches`` in a subprocess,
+and two engines, named on the command line as ``tests.faults_support:NAME``.
+
+Both engines answer every page with a fixed sentence and the sample's id.
+``EVALSUITE_FAULT_SAMPLE`` names a sample id that raises; ``EVALSUITE_FAULT_MARKER`` (a path) is
+created when a page is being read, and ``EVALSUITE_FAULT_SLEEP`` (seconds) then holds every page
+that long, so a test can signal a run in the middle of it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from evalsuite.engines import EngineBase, InferenceRequest, InferenceResult
+
+REPO = Path(__file__).resolve().parents[1]
+ANSWER = "The quick brown fox jumps over the lazy dog."
+FIXED_TEXT = "tests.faults_support:FixedTextEngine"
+RAW_BATCH = "tests.faults_support:RawBatchEngine"
+
+
+def bench_command(*args: str | Path) -> list[str]:
+    """``python -m pytest ARGS``, in file order (no random-order plugin)."""
+    return [sys.executable, "-m", "pytest", *map(str, args), "-p", "no:randomly"]
+
+
+def bench_env(**faults: str) -> dict[str, str]:
+    """The environment of a bench subprocess: this one's, without xdist's worker marker or
+    a data folder (the project's fixtures only), plus ``faults`` (EVALSUITE_FAULT_*)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA", "EVALSUITE_RECORDINGS"):
+        env.pop(name, None)
+    env.update({f"EVALSUITE_FAULT_{name.upper()}": value for name, value in faults.items()})
+    return env
+
+
+def run_benches(
+    *args: str | Path, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``pytest benches`` with ``args`` to its end; stdout and stderr captured."""
+    return subprocess.run(
+        bench_command(*args), cwd=REPO, env=dict(env or bench_env()), capture_output=True,
+        text=True, timeout=timeout,
+    )
+
+
+def run_evalsuite(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The ``evalsuite`` command with ``args``, to its end; stdout and stderr captured."""
+    return subprocess.run([sys.executable, "-m", "evalsuite", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+class SampleFault(RuntimeError):
+    """The failure the fault battery injects into one sample."""
+
+
+def _answer(request: InferenceRequest) -> InferenceResult:
+    if request.sample_id == os.environ.get("EVALSUITE_FAULT_SAMPLE"):
+        raise SampleFault(f"injected fault on {request.sample_id}")
+    marker = os.environ.get("EVALSUITE_FAULT_MARKER")
+    if marker:
+        Path(marker).touch()
+        time.sleep(float(os.environ.get("EVALSUITE_FAULT_SLEEP", "0")))
+    return InferenceResult(text=f"{ANSWER} {request.sample_id}")
+
+
+class FixedTextEngine(EngineBase):
+    """An OCR engine built on EngineBase (which records a raising sample as failed)."""
+
+    name = "fixed-text"
+    kind = "ocr"
+
+    def _infer(self, request: InferenceRequest) -> InferenceResult:
+        return _answer(request)
+
+
+class RawBatchEngine:
+    """An engine with only ``infer_batch``, which lets the injected fault escape the batch."""
+
+    name = "raw-batch"
+    kind = "ocr"
+
+    def infer(self, request: InferenceRequest) -> InferenceResult:
+        return _answer(request)
+
+    def infer_batch(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
+        return [_answer(request) for request in requests]

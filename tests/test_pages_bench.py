@@ -1,0 +1,194 @@
+"""The ``pages`` benchmark: the loader of a user's folder (images, PDFs, ground truth) and the
+front end run as users run it, in subprocesses, on ``tests/fixtures/pages``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pypdfium2
+import pytest
+from PIL import Image
+
+from evalsuite.datasets.pages import load_user_pages, render_pdf_page
+from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
+from evalsuite.golden import GoldenStore
+from evalsuite.records.results import read_results
+from tests.test_bench_front_end import needs_tesseract, run_pytest
+
+PAGES = Path(__file__).resolve().parent / "fixtures" / "pages"
+
+
+def blank_page(width: int, height: int) -> Image.Image:
+    return Image.new("L", (width, height), 255)
+
+
+def write_pdf(path: Path, sizes: list[tuple[int, int]], resolution: float) -> None:
+    images = [blank_page(*size) for size in sizes]
+    images[0].save(path, save_all=True, append_images=images[1:], resolution=resolution)
+
+
+def test_the_fixture_folder_pairs_every_page_with_its_ground_truth() -> None:
+    pages = load_user_pages(PAGES)
+    assert [(p.page_id, p.kind) for p in pages] == [
+        ("invoice_017", "image"), ("memo", "image"),
+        ("site_report#p1", "pdf"), ("site_report#p2", "pdf"),
+    ]
+    by_id = {page.page_id: page.ground_truth for page in pages}
+    assert by_id["invoice_017"] == (PAGES / "invoice_017.md").read_text("utf-8")
+    assert "| Flour sacks | 4 | 38.00 |" in by_id["invoice_017"]  # the page with a table
+    assert by_id["memo"] == (PAGES / "memo.txt").read_text("utf-8")
+    whole = (PAGES / "site_report.md").read_text("utf-8")
+    assert by_id["site_report#p1"] + "\f" + by_id["site_report#p2"] == whole
+    assert by_id["site_report#p1"].startswith("# Site Report")
+    assert by_id["site_report#p2"].startswith("## Open items")
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_pdf_gives_one_page_per_pdf_page_rendered_at_the_dpi(tmp_path: Path, count) -> None:
+    sizes = [(200 + 10 * i, 100 + 20 * i) for i in range(count)]
+    write_pdf(tmp_path / "doc.pdf", sizes, resolution=72)  # 1 pixel = 1 point
+    (tmp_path / "doc.txt").write_text("\f".join(f"page {i}" for i in range(count)) + "\f")
+    pages = load_user_pages(tmp_path)
+    assert [p.page_id for p in pages] == [f"doc#p{i + 1}" for i in range(count)]
+    assert [p.ground_truth for p in pages] == [f"page {i}" for i in range(count)]
+    assert len(pypdfium2.PdfDocument(tmp_path / "doc.pdf")) == count
+    for page, (width, height) in zip(pages, sizes, strict=True):
+        assert render_pdf_page(page.path, page.pdf_index, 72).size == (width, height)
+        rendered = render_pdf_page(page.path, page.pdf_index, 144)
+        assert rendered.size == (2 * width, 2 * height) and rendered.mode == "RGB"
+
+
+def test_the_fixture_pdf_renders_at_its_own_resolution() -> None:
+    pages = [p for p in load_user_pages(PAGES) if p.kind == "pdf"]
+    with Image.open(PAGES / "invoice_017.png") as png:
+        width = png.size[0]  # the fixture pages share one width, embedded at 144 dpi
+    assert render_pdf_page(pages[0].path, 0, 144).size[0] == width
+
+
+def copy_fixture(tmp_path: Path) -> Path:
+    folder = tmp_path / "mine"
+    shutil.copytree(PAGES, folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: (d / "memo.txt").unlink(),
+         "no ground truth for memo.jpg in .*put <stem>.md or <stem>.txt beside"),
+        (lambda d: (d / "memo.md").write_text("also"), r"memo.jpg has two ground truths"),
+        (lambda d: (d / "memo.txt").write_bytes(b"\xff\xfe bad"), r"memo.txt is not UTF-8"),
+        (lambda d: (d / "memo.txt").write_text(" \n"), r"ground truth of memo .* is empty"),
+        (lambda d: (d / "memo.jpg").write_bytes(b"\xff\xd8\xff broken"), r"pages: .*memo.jpg"),
+        (lambda d: (d / "site_report.pdf").write_bytes(b"%PDF-1.4 broken"),
+         r"cannot read PDF .*site_report.pdf"),
+        (lambda d: (d / "site_report.md").write_text("one page only"),
+         r"site_report.pdf has 2 pages but its ground truth has 1 .*form feed"),
+        (lambda d: (d / "memo.png").write_bytes((d / "invoice_017.png").read_bytes()),
+         r"no ground truth for memo.png|share the stem memo"),
+    ],
+)
+def test_bad_folders_are_format_errors_naming_the_file(tmp_path: Path, change, message) -> None:
+    folder = copy_fixture(tmp_path)
+    change(folder)
+    with pytest.raises(DatasetFormatError, match=message):
+        load_user_pages(folder)
+
+
+def test_empty_and_missing_folders(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("ground truth without a page")
+    with pytest.raises(DatasetFormatError, match=r"holds no page images \(PNG, JPEG\) or PDFs"):
+        load_user_pages(tmp_path)
+    with pytest.raises(DatasetNotFoundError):
+        load_user_pages(tmp_path / "absent")
+
+
+def pages_run(tmp_path: Path, *args: str, pages: Path = PAGES):
+    return run_pytest(
+        "benches", "-m", "pages", "--pages-dir", str(pages), "--engine", "tesseract",
+        "--golden-dir", str(tmp_path / "golden"), "--report-dir", str(tmp_path / "reports"),
+        *args,
+    )
+
+
+def run_records(tmp_path: Path) -> list:
+    [results] = sorted((tmp_path / "reports").glob("*/results.json"))
+    return read_results(results).records
+
+
+@needs_tesseract
+def test_update_golden_then_gate_then_fail_a_degraded_engine(tmp_path: Path) -> None:
+    done = pages_run(tmp_path, "--update-golden")
+    assert done.returncode == 0, done.stdout[-3000:]
+    store = GoldenStore(tmp_path / "golden")
+    entries = store.load("pages-pages").entries.values()
+    metrics = {entry.metric for entry in entries}
+    assert {"overall", "text_block_Edit_dist", "reading_order_Edit_dist", "table_TEDS",
+            "edit_precision", "word_f1", "crr", "degenerate_output_rate"} <= metrics
+    assert {entry.engine for entry in entries} == {"tesseract"}
+    assert {entry.data for entry in entries} == {next(iter(entries)).data}
+    assert next(iter(entries)).data.startswith("pages@sha256:")
+
+    [record] = run_records(tmp_path)
+    kinds = {sample.sample_id: sample.details["kind"] for sample in record.samples}
+    assert kinds == {"invoice_017": "image", "memo": "image",
+                     "site_report#p1": "pdf", "site_report#p2": "pdf"}
+    assert all(sample.error is None for sample in record.samples)
+    pdf_words = next(s for s in record.samples if s.sample_id == "site_report#p2")
+    assert pdf_words.scores["word_f1"] > 0.5  # tesseract read the rendered PDF page
+    assert record.metrics["table_TEDS"].n == 1  # only the invoice has a table
+
+    shutil.rmtree(tmp_path / "reports")
+    again = pages_run(tmp_path)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "9 metrics gated on 4 samples" in again.stdout
+
+    degraded = pages_run(
+        tmp_path, "-p", "tests.degraded_engine", "--engine", "degraded-tesseract",
+        "--engine-label", "degraded-tesseract=tesseract",
+    )
+    assert degraded.returncode == 1, degraded.stdout[-3000:]
+    assert "pages-pages [tesseract data=pages@sha256:" in degraded.stdout
+    assert "word_f1 regressed (higher is better)" in degraded.stdout
+    assert "worst samples:" in degraded.stdout
+
+
+@needs_tesseract
+def test_dataset_name_chooses_the_golden_file(tmp_path: Path) -> None:
+    done = pages_run(tmp_path, "--dataset-name", "invoices")
+    assert done.returncode == 1, done.stdout[-3000:]  # no golden yet: it fails and says how
+    assert "pages-invoices [tesseract data=invoices@sha256:" in done.stdout
+    assert "golden accept pages-invoices" in done.stdout
+    obtained = json.loads((tmp_path / "golden" / "pages-invoices.obtained.json").read_text())
+    assert obtained["entries"] and not (tmp_path / "golden" / "pages-invoices.json").exists()
+
+
+@needs_tesseract
+def test_a_page_without_ground_truth_fails_the_run_naming_it(tmp_path: Path) -> None:
+    folder = copy_fixture(tmp_path)
+    (folder / "memo.txt").unlink()
+    done = pages_run(tmp_path, pages=folder)
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "no ground truth for memo.jpg" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["benches", "-m", "pages"], "pages runs on your own data: pass --pages-dir DIR"),
+        (["benches/test_pages.py"], "pages runs on your own data: pass --pages-dir DIR"),
+        (["benches", "-m", "pages", "--pages-dir", "/nonexistent/pages"],
+         "--pages-dir /nonexistent/pages: not a directory"),
+        (["benches", "-m", "pages", "--pages-dir", str(PAGES), "--pages-dpi", "abc"],
+         "--pages-dpi 'abc': expected dots per inch"),
+        (["benches", "-m", "pages", "--pages-dir", str(PAGES), "--dataset-name", "../x"],
+         "--dataset-name '../x': a dataset name is letters, digits"),
+    ],
+)
+def test_pages_without_a_usable_folder_is_a_usage_error(tmp_path: Path, args, message) -> None:
+    done = run_pytest(*args, "--report-dir", str(tmp_path / "reports"))
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:] + done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "reports").exists()
