@@ -126,8 +126,9 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Before xdist starts its workers, which receive the server's URL (pytest_configure_node).
     config = session.config
+    benchmarks = load_declarations(config.getini(INI_BENCHMARKS))
     check_mark_expression(config)
-    check_option_sources(config, load_declarations(config.getini(INI_BENCHMARKS)))
+    check_option_sources(config, benchmarks)
     run_dir = config.stash.get(RUN_DIR_KEY, None)
     if run_dir is not None and not config.getoption("collectonly"):
         options: SuiteOptions = config.stash[OPTIONS_KEY]
@@ -136,7 +137,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                 config.stash[GOLDEN_BEFORE_KEY] = GoldenStore(options.golden_dir).snapshot()
             except EvalsuiteError as exc:
                 raise pytest.UsageError(str(exc)) from None
-        _provide_server(config, load_declarations(config.getini(INI_BENCHMARKS)), run_dir)
+        _provide_server(config, benchmarks, run_dir)
 
 
 def check_mark_expression(config: pytest.Config) -> None:
@@ -172,15 +173,22 @@ def check_option_sources(config: pytest.Config, benchmarks: list[Benchmark]) -> 
     expression = config.getoption("markexpr", default="") or ""
     files = {Path(str(arg).split("::")[0]).name for arg in config.args}
     for benchmark in benchmarks:
-        needed = sorted({source.option for source in benchmark.sources if source.option})
-        if not needed or benchmark.available_sources(options.data_dir, options.option_dirs):
+        reason = _missing_own_data(benchmark, options)
+        if reason is None:
             continue
         by_marker = bool(expression) and _selects_by_marker(expression, benchmark.name)
         if by_marker or f"test_{benchmark.name}.py" in files:
-            wanted = " ".join(f"{option} DIR" for option in needed)
-            raise pytest.UsageError(
-                f"{benchmark.name} runs on your own data: pass {wanted} (see pytest --help)"
-            )
+            raise pytest.UsageError(f"{reason} (see pytest --help)")
+
+
+def _missing_own_data(benchmark: Benchmark, options: SuiteOptions) -> str | None:
+    """Why ``benchmark`` cannot run: its data comes only from folder options (``pages``:
+    ``--pages-dir``) and none was given; None when it can run or needs no such option."""
+    needed = sorted({source.option for source in benchmark.sources if source.option})
+    if not needed or benchmark.available_sources(options.data_dir, options.option_dirs):
+        return None
+    wanted = " ".join(f"{option} DIR" for option in needed)
+    return f"{benchmark.name} runs on your own data: pass {wanted}"
 
 
 def _selects_by_marker(expression: str, marker: str) -> bool:
@@ -228,9 +236,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for source, _ in benchmark.available_sources(options.data_dir, options.option_dirs):
             test_id = f"{engine}-{mode}-{source.name}"
             params.append(pytest.param(engine, mode, source.name, marks=marks, id=test_id))
-    options_needed = sorted({source.option for source in benchmark.sources if source.option})
-    if not params and options_needed:  # e.g. pages without --pages-dir: say what runs it
-        reason = f"{benchmark.name} runs on your own data: pass {options_needed[0]} DIR"
+    reason = _missing_own_data(benchmark, options)
+    if not params and reason is not None:  # e.g. pages without --pages-dir: say what runs it
         params.append(pytest.param(None, None, None, marks=pytest.mark.skip(reason=reason),
                                    id="no-data"))
     metafunc.parametrize(("engine_name", "mode", "data_source"), params)

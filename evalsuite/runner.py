@@ -70,6 +70,12 @@ DEGENERATE_OUTPUT = MetricSpec("degenerate_output_rate", "proportion", "lower")
 OUTPUT_HEALTH = (EMPTY_OUTPUT, DEGENERATE_OUTPUT)
 
 
+def output_health(text: str) -> dict[str, bool]:
+    """The output-health flags of one output: empty (nothing but whitespace) and degenerate
+    (a repetition loop, :func:`~evalsuite.metrics.repetition.is_degenerate`)."""
+    return {EMPTY_OUTPUT.name: not text.strip(), DEGENERATE_OUTPUT.name: is_degenerate(text)}
+
+
 def with_output_health(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
     """``specs`` plus the empty- and degenerate-output shares, which every benchmark reports
     and gates (unless it declares them itself)."""
@@ -215,8 +221,7 @@ def score_samples(
         if error is not None:
             scores = {spec.name: spec.worst for spec in specs}
         else:
-            scores[EMPTY_OUTPUT.name] = not result.text.strip()
-            scores[DEGENERATE_OUTPUT.name] = is_degenerate(result.text)
+            scores.update(output_health(result.text))
         details = {
             **dict(sample.details),
             "latency_s": round(result.latency_s, 4),

@@ -87,6 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evalsuite.images import set_max_image_pixels
+
+    set_max_image_pixels(args.max_image_pixels)  # for this read and the engine's own
     try:
         report = dry_run_report(args) if args.dry_run else engine_report(args)
     except InputError as exc:
@@ -111,7 +114,7 @@ def dry_run_report(args: argparse.Namespace) -> dict[str, Any]:
     """
     from evalsuite.engines.deepseek_ocr2 import DeepseekOcr2Engine
 
-    width, height = _image_size(args.image, args.max_image_pixels)
+    width, height = _image_size(args.image)
     engine = _dry_run_engine(args.engine)
     mode_name = args.mode or PREFERRED_MODE
     if issubclass(engine, DeepseekOcr2Engine):
@@ -200,7 +203,7 @@ def engine_report(args: argparse.Namespace) -> dict[str, Any]:
     from evalsuite.engines.grounding import strip_grounding
     from evalsuite.engines.recording import check_key
 
-    width, height = _image_size(args.image, args.max_image_pixels)
+    width, height = _image_size(args.image)
     mode = engine_mode(args.engine, args.mode)
     ground_truth = _read_ground_truth(args.ground_truth) if args.ground_truth else None
     key = {"experiment": DEFAULT_EXPERIMENT, "document": args.image.stem}
@@ -404,13 +407,12 @@ def _recorder(engine: Any, path: Path) -> Any:
         raise InputError(f"--record {path}: {exc}") from None
 
 
-def _image_size(path: Path, max_pixels: int) -> tuple[int, int]:
-    """The page's size; every pixel is decoded, so a truncated file fails here, not in the
-    engine. The limit also holds for the engine's own read (:func:`set_max_image_pixels`)."""
+def _image_size(path: Path) -> tuple[int, int]:
+    """The page's size; every pixel is decoded (within the process's pixel limit), so a
+    truncated file fails here, not in the engine."""
     from evalsuite.errors import ImageInputError
-    from evalsuite.images import open_image, set_max_image_pixels
+    from evalsuite.images import open_image
 
-    set_max_image_pixels(max_pixels)
     try:
         with open_image(path) as image:
             return image.size

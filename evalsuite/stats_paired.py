@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalsuite.stats import CONFIDENCE
+
 BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_SEED = 0
-CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)

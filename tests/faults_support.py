@@ -1,4 +1,4 @@
-"""What the fault battery's bench runs share: a way to run ``pytest benches`` in a subprocess,
+"""What the fault battery's bench runs share: their subprocess environment and runner,
 and two engines, named on the command line as ``tests.faults_support:NAME``.
 
 Both engines answer every page with a fixed sentence and the sample's id.
@@ -11,48 +11,34 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evalsuite.engines import EngineBase, InferenceRequest, InferenceResult
+from tests.subprocess_runs import child_env, run_pytest
 
-REPO = Path(__file__).resolve().parents[1]
 ANSWER = "The quick brown fox jumps over the lazy dog."
 FIXED_TEXT = "tests.faults_support:FixedTextEngine"
 RAW_BATCH = "tests.faults_support:RawBatchEngine"
 
 
-def bench_command(*args: str | Path) -> list[str]:
-    """``python -m pytest ARGS``, in file order (no random-order plugin)."""
-    return [sys.executable, "-m", "pytest", *map(str, args), "-p", "no:randomly"]
-
-
 def bench_env(**faults: str) -> dict[str, str]:
-    """The environment of a bench subprocess: this one's, without xdist's worker marker or
-    a data folder (the project's fixtures only), plus ``faults`` (EVALSUITE_FAULT_*)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name in ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA", "EVALSUITE_RECORDINGS"):
-        env.pop(name, None)
-    env.update({f"EVALSUITE_FAULT_{name.upper()}": value for name, value in faults.items()})
-    return env
+    """The environment of a bench subprocess: this one's, without xdist's worker marker,
+    a data folder (the project's fixtures only) or a recordings folder, plus ``faults``
+    (EVALSUITE_FAULT_*)."""
+    return child_env(
+        recordings=False,
+        **{f"EVALSUITE_FAULT_{name.upper()}": value for name, value in faults.items()},
+    )
 
 
 def run_benches(
     *args: str | Path, env: Mapping[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``pytest benches`` with ``args`` to its end; stdout and stderr captured."""
-    return subprocess.run(
-        bench_command(*args), cwd=REPO, env=dict(env or bench_env()), capture_output=True,
-        text=True, timeout=timeout,
-    )
-
-
-def run_evalsuite(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """The ``evalsuite`` command with ``args``, to its end; stdout and stderr captured."""
-    return subprocess.run([sys.executable, "-m", "evalsuite", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+    """Run ``pytest benches`` with ``args`` to its end (environment: ``bench_env()`` unless
+    given); stdout and stderr captured."""
+    return run_pytest(*args, env=env or bench_env(), timeout=timeout)
 
 
 class SampleFault(RuntimeError):

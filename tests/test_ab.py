@@ -8,7 +8,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +29,8 @@ from evalsuite.stats_paired import (
     paired_bootstrap,
     wilcoxon_signed_rank,
 )
+from tests.subprocess_runs import child_env, run_evalsuite, run_pytest
 
-REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
 needs_data = pytest.mark.skipif(DATA is None, reason="EVALSUITE_DATA is not set")
 DEGRADED_RECORD = "mode=small,config=color_blue,condition=vision"
@@ -231,18 +230,15 @@ def test_checkpoint_identity_follows_config_and_weight_bytes(tmp_path):
 # --- end to end ------------------------------------------------------------------------------
 
 def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("PYTEST_XDIST_WORKER", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "benches", "-m", "render_configs", "--engine", "replay",
-         "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    """The render_configs benches on replay, EVALSUITE_DATA kept."""
+    return run_pytest(
+        "benches", "-m", "render_configs", "--engine", "replay", "-p", "no:cacheprovider", "-q",
+        *args, env=child_env(data=True),
     )
 
 
 def _ab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalsuite", "ab", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    return run_evalsuite("ab", *args, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -3,49 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from evalsuite.golden import GoldenStore
 from evalsuite.records.results import read_results
-
-REPO = Path(__file__).resolve().parent.parent
-needs_tesseract = pytest.mark.skipif(
-    shutil.which("tesseract") is None,
-    reason="tesseract binary absent (apt-get install tesseract-ocr)",
-)
-
-
-def run_pytest(
-    *args: str, data: bool = False, path: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if path is not None:
-        env["PATH"] = path
-    env.pop("PYTEST_XDIST_WORKER", None)
-    if not data:
-        env.pop("EVALSUITE_DATA", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *args, "-p", "no:randomly"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
 
 def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path):
     # no vLLM on PATH (also on a GPU machine that has one): `vllm serve` cannot start, so every
     # GPU test errors and the run fails
     done = run_pytest(
-        "benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path), path="/usr/bin:/bin"
+        "benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path),
+        env=child_env(PATH="/usr/bin:/bin"),
     )
     assert done.returncode == 1, done.stdout[-3000:]
     assert "cannot start the model server `vllm serve" in done.stdout
@@ -248,22 +222,22 @@ def test_a_missing_golden_fails_writes_the_obtained_file_and_accepting_it_passes
     entries = json.loads(obtained.read_text())["entries"]
     assert {e["engine"] for e in entries} == {"tesseract"} and entries
     assert json.loads((golden / "fox.json").read_text()) == fox  # untouched until accepted
-    accept = run_hint(first.stdout, "accept them with", cwd=REPO)
+    accept = run_hint(first.stdout, "accept them with")
     assert accept.returncode == 0, accept.stdout + accept.stderr
     assert not obtained.exists()
     second = run_pytest(*args)
     assert second.returncode == 0, second.stdout[-3000:]
 
 
-def run_hint(output: str, after: str, *, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run, as a user pasting it would, the command printed on the line after ``after``."""
+def run_hint(output: str, after: str) -> subprocess.CompletedProcess[str]:
+    """Run in the repository, as a user pasting it would, the command printed on the line after
+    ``after``."""
     lines = output.splitlines()
     index = next(i for i, line in enumerate(lines) if line.rstrip().endswith(after))
     command = lines[index + 1].strip()
-    unset = ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA")
-    env = {key: value for key, value in os.environ.items() if key not in unset}
     return subprocess.run(
-        command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        command, shell=True, cwd=REPO, env=child_env(), capture_output=True, text=True,
+        timeout=600,
     )
 
 
@@ -281,7 +255,7 @@ def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_pa
         "--golden-dir", str(golden), "--report-dir", str(tmp_path / "reports"),
     )
     assert first.returncode == 1, first.stdout[-3000:]
-    update = run_hint(first.stdout, "write the goldens with", cwd=REPO)
+    update = run_hint(first.stdout, "write the goldens with")
     assert update.returncode == 0, update.stdout[-3000:] + update.stderr[-2000:]
     written = GoldenStore(golden).load("fox").entries.values()
     assert {entry.engine for entry in written} == {"degraded-tesseract"}

@@ -4,14 +4,12 @@ own folder, sets goldens on the project's fixtures and then gates; a degraded co
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from tests.degraded_engine import drop_every_third_word
-from tests.test_bench_front_end import needs_tesseract
+from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "docs" / "examples"
 sys.path.insert(0, str(EXAMPLES))
 from my_ocr_engine import CommandLineOCR  # noqa: E402  (the documented example itself)
@@ -27,14 +25,10 @@ class DegradedCommandLineOCR(CommandLineOCR):
 
 
 def run_documented(engine: str, golden: Path, reports: Path, *extra: str):
-    unset = ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA")
-    env = {key: value for key, value in os.environ.items() if key not in unset}
-    env["PYTHONPATH"] = os.pathsep.join([str(EXAMPLES), str(REPO)])
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "benches", "-m", "fox or pages",
-         "--pages-dir", "tests/fixtures/pages", "--engine", engine, "--golden-dir", str(golden),
-         "--report-dir", str(reports), "-p", "no:randomly", *extra],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    return run_pytest(
+        "benches", "-m", "fox or pages", "--pages-dir", "tests/fixtures/pages", "--engine", engine,
+        "--golden-dir", golden, "--report-dir", reports, *extra,
+        env=child_env(PYTHONPATH=os.pathsep.join([str(EXAMPLES), str(REPO)])),
     )
 
 

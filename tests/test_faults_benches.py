@@ -14,7 +14,8 @@ import pytest
 from evalsuite.benchmarks import get_benchmark
 from evalsuite.errors import DatasetFormatError
 from evalsuite.records.results import read_results
-from tests.faults_support import ANSWER, FIXED_TEXT, RAW_BATCH, REPO, bench_env, run_benches
+from tests.faults_support import ANSWER, FIXED_TEXT, RAW_BATCH, bench_env, run_benches
+from tests.subprocess_runs import REPO
 
 pytestmark = pytest.mark.faults
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults_support import REPO
+from tests.subprocess_runs import REPO
 
 pytestmark = pytest.mark.faults
 

@@ -16,8 +16,8 @@ import pytest
 from evalsuite.records.history import HistoryWarning, append_history, read_history
 from evalsuite.records.model import SCHEMA_VERSION
 from evalsuite.records.results import write_results
-from tests.faults_support import run_evalsuite
 from tests.reports_builder import START, build_runs, write_reports
+from tests.subprocess_runs import run_evalsuite
 
 pytestmark = pytest.mark.faults
 

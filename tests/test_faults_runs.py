@@ -18,14 +18,8 @@ import pytest
 from evalsuite.golden import GoldenStore
 from evalsuite.records.history import read_history
 from evalsuite.records.results import read_results
-from tests.faults_support import (
-    FIXED_TEXT,
-    REPO,
-    bench_command,
-    bench_env,
-    run_benches,
-    run_evalsuite,
-)
+from tests.faults_support import FIXED_TEXT, bench_env, run_benches
+from tests.subprocess_runs import REPO, pytest_command, run_evalsuite
 
 pytestmark = pytest.mark.faults
 
@@ -65,9 +59,9 @@ def test_interrupted_run_leaves_history_and_goldens_untouched(
     # an update under another label would add entries: an interrupted one must add none
     marker = tmp_path / "reading-a-page"
     process = subprocess.Popen(
-        bench_command(FOX, "benches/test_render_configs.py", "--engine", FIXED_TEXT,
-                      "--engine-label", "interrupted", "--update-golden", "--golden-dir", golden,
-                      "--report-dir", report_dir),
+        pytest_command(FOX, "benches/test_render_configs.py", "--engine", FIXED_TEXT,
+                       "--engine-label", "interrupted", "--update-golden", "--golden-dir", golden,
+                       "--report-dir", report_dir),
         cwd=REPO, env=bench_env(marker=str(marker), sleep="60"), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
     )
@@ -150,8 +144,8 @@ def test_two_runs_at_once_into_one_report_folder(tmp_path: Path) -> None:
     markers = [tmp_path / "first", tmp_path / "second"]
     processes = [
         subprocess.Popen(
-            bench_command(FOX, "--engine", FIXED_TEXT, "--golden-dir", golden,
-                          "--report-dir", report_dir, "--run-name", marker.name),
+            pytest_command(FOX, "--engine", FIXED_TEXT, "--golden-dir", golden,
+                           "--report-dir", report_dir, "--run-name", marker.name),
             cwd=REPO, env=bench_env(marker=str(marker), sleep="0.5"), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,
         )

@@ -30,10 +30,8 @@ from evalsuite.images import (
 from evalsuite.metrics import edit_precision
 from evalsuite.runner import MetricSpec, Sample, run_benchmark
 from evalsuite.serving.app import RequestError, decode_data_url
-from tests.test_bench_front_end import needs_tesseract, run_pytest
-from tests.test_single_image_cli import evalsuite_eval
+from tests.subprocess_runs import REPO, needs_tesseract, run_evalsuite, run_pytest
 
-REPO = Path(__file__).resolve().parent.parent
 BIG_SIDE = 30_000
 BIG_MESSAGE = "30000×30000 = 900 MP exceeds the limit of 100 MP; raise it with --max-image-pixels"
 
@@ -300,7 +298,7 @@ def test_the_surya_loader_names_the_row_of_a_bad_image(tmp_path):
 
 
 def test_eval_refuses_a_30000_square_png_in_one_line(files):
-    done = evalsuite_eval("--image", files["big.png"], "--dry-run")
+    done = run_evalsuite("eval", "--image", files["big.png"], "--dry-run")
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"evalsuite eval: error: {files['big.png']}: {BIG_MESSAGE}\n"
     assert done.stdout == ""
@@ -308,11 +306,11 @@ def test_eval_refuses_a_30000_square_png_in_one_line(files):
 
 def test_eval_takes_a_raised_limit(files):
     page = files["page.png"]
-    refused = evalsuite_eval("--image", page, "--dry-run", "--max-image-pixels", 59_000)
+    refused = run_evalsuite("eval", "--image", page, "--dry-run", "--max-image-pixels", 59_000)
     assert refused.returncode == 2
     assert "300×200 = 0.06 MP exceeds the limit of 0.059 MP" in refused.stderr
-    done = evalsuite_eval(
-        "--image", files["page.png"], "--dry-run", "--max-image-pixels", 60_000, "--json"
+    done = run_evalsuite(
+        "eval", "--image", files["page.png"], "--dry-run", "--max-image-pixels", 60_000, "--json"
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["image"] == {
@@ -321,7 +319,9 @@ def test_eval_takes_a_raised_limit(files):
 
 
 def test_eval_refuses_a_bad_limit(files):
-    done = evalsuite_eval("--image", files["page.png"], "--dry-run", "--max-image-pixels", "0")
+    done = run_evalsuite(
+        "eval", "--image", files["page.png"], "--dry-run", "--max-image-pixels", "0"
+    )
     assert done.returncode == 2
     assert "argument --max-image-pixels: '0': expected a whole number of pixels >= 1" in (
         done.stderr

@@ -15,7 +15,7 @@ from evalsuite.datasets.pages import load_user_pages, render_pdf_page
 from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
 from evalsuite.golden import GoldenStore
 from evalsuite.records.results import read_results
-from tests.test_bench_front_end import needs_tesseract, run_pytest
+from tests.subprocess_runs import needs_tesseract, run_pytest
 
 PAGES = Path(__file__).resolve().parent / "fixtures" / "pages"
 

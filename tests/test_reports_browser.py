@@ -257,7 +257,7 @@ def test_the_dashboard_layout_fits_1280_px(
 def test_the_dashboard_of_real_bench_runs_fits_1280_px(browser, tmp_path: Path) -> None:
     """Two real runs of the benches (as `make bench` makes them, on fewer samples), then the
     dashboard `evalsuite report` would write for them."""
-    from test_bench_front_end import REPO, needs_tesseract, run_pytest
+    from subprocess_runs import REPO, needs_tesseract, run_pytest
 
     if needs_tesseract.args[0]:
         pytest.skip(needs_tesseract.kwargs["reason"])

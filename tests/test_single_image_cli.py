@@ -15,6 +15,7 @@ from PIL import Image
 from evalsuite.metrics import edit_distance, edit_precision
 from evalsuite.render import PRESETS, render_text
 from evalsuite.single_image import InputError, parse_key
+from tests.subprocess_runs import run_evalsuite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
 PAGE_TEXT = (FIXTURES / "page.txt").read_text(encoding="utf-8")
@@ -22,15 +23,8 @@ ERROR_PREFIX = "evalsuite eval: error: "
 
 
 def evalsuite_eval(*args, env_extra=None):
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "evalsuite", "eval", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
+    """``evalsuite eval ARGS`` with this environment plus ``env_extra``, to its end."""
+    return run_evalsuite("eval", *args, env={**os.environ, **(env_extra or {})})
 
 
 def as_json(completed):

@@ -4,10 +4,7 @@ golden-update diff. Numbers to 4 significant digits; full precision stays in the
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,8 +27,8 @@ from evalsuite.reports.summary import summary_lines
 from evalsuite.runner import Sample, score_samples
 from evalsuite.stats import summarize_proportion
 from evalsuite.textformat import significant
+from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
-REPO = Path(__file__).resolve().parent.parent
 LONG_ANSWER = (
     "Having read the whole article twice, I believe the answer is C, because the narrator "
     "says so near the end of the second part."
@@ -163,20 +160,10 @@ def test_a_new_entry_lists_all_its_fields() -> None:
     )
 
 
-needs_tesseract = pytest.mark.skipif(
-    shutil.which("tesseract") is None,
-    reason="tesseract binary absent (apt-get install tesseract-ocr)",
-)
-
-
 def _pytest(*args: str, columns: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": str(columns), "PYTHONUNBUFFERED": "1"}
-    for name in ("PYTEST_XDIST_WORKER", "EVALSUITE_DATA"):
-        env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "benches/test_fox.py::test_fox_pages", "--engine",
-         "tesseract", "-p", "no:randomly", "-p", "no:cacheprovider", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    return run_pytest(
+        "benches/test_fox.py::test_fox_pages", "--engine", "tesseract", "-p", "no:cacheprovider",
+        *args, env=child_env(COLUMNS=str(columns)),
     )
 
 

@@ -33,6 +33,7 @@ from evalsuite.tokens import (
     default_count_method,
     text_token_count,
 )
+from tests.subprocess_runs import needs_tesseract, run_pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -336,12 +337,9 @@ def test_count_with_checkpoint_sets_and_restores_the_default_counter(tmp_path) -
     assert default_count_method() == packaged
 
 
+@needs_tesseract
 def test_a_run_given_weights_counts_with_their_tokenizer_and_says_so(tmp_path) -> None:
     """`--model-path DIR` makes DIR's tokenizer count the Fox bins; results.json names it."""
-    from tests.test_bench_front_end import needs_tesseract, run_pytest
-
-    if needs_tesseract.args[0]:
-        pytest.skip(needs_tesseract.kwargs["reason"])
     fox = FIXTURES_DIR / "fox" / "focus_benchmark_test" / "en_page_ocr.json"
     truths = [item["conversations"][1]["value"] for item in json.loads(fox.read_text("utf-8"))]
     words = sorted({word for truth in truths for word in truth.split()})

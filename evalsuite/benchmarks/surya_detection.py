@@ -5,14 +5,11 @@ penalize_double, as Surya's detection benchmark scores them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-
-from PIL import Image
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.datasets.fetch import HubRows
-from evalsuite.datasets.surya import load_detection
+from evalsuite.datasets.surya import DetectionPage, load_detection
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.engines.grounding import parse_grounding
 from evalsuite.metrics.boxes import detection_precision_recall
@@ -22,17 +19,9 @@ from evalsuite.runner import UNIT, MetricSpec, Sample
 
 COVERAGE_THRESHOLD = 0.5
 SYNTHETIC_PRESETS = ("font_sans", "font_serif", "size_large")
-Box = tuple[float, float, float, float]
 
 
-@dataclass(frozen=True)
-class DetectionItem:
-    page_id: str
-    image: Image.Image
-    boxes: Sequence[Box]
-
-
-def synthetic_pages(location: Path) -> list[DetectionItem]:
+def synthetic_pages(location: Path) -> list[DetectionPage]:
     """A text file rendered with several presets; the reference boxes are the renderer's own
     line boxes."""
     text = location.read_text(encoding="utf-8")
@@ -40,13 +29,8 @@ def synthetic_pages(location: Path) -> list[DetectionItem]:
     for name in SYNTHETIC_PRESETS:
         for index, page in enumerate(cached_render_text(text, PRESETS[name]).pages):
             boxes = [line.box for line in page.lines if line.text.strip()]
-            pages.append(DetectionItem(f"{name}/{index}", page.image, boxes))
+            pages.append(DetectionPage(f"{name}/{index}", page.image, boxes))
     return pages
-
-
-def dataset_pages(location: Path) -> list[DetectionItem]:
-    """Pages of a dataset in Surya's detection layout (``image``, ``bboxes`` on 0-1000)."""
-    return [DetectionItem(p.page_id, p.image, p.boxes) for p in load_detection(location)]
 
 
 METRICS = (
@@ -69,13 +53,13 @@ BENCHMARK = register(
             DataSource(
                 "fixtures",
                 "two pages written for the project in Surya's detection layout",
-                dataset_pages,
+                load_detection,
                 fixtures=FIXTURES_DIR / "surya" / "detection",
             ),
             DataSource(
                 "surya_detection",
                 "Surya's detection benchmark pages (vikp/doclaynet_bench)",
-                dataset_pages,
+                load_detection,
                 folder="surya_detection",
                 fetch=HubRows("vikp/doclaynet_bench", "8a8ec682062be414961f4f48876e0092abd38ae3"),
             ),
@@ -88,7 +72,7 @@ BENCHMARK = register(
 )
 
 
-def samples(items: Sequence[DetectionItem], mode: str) -> list[Sample]:
+def samples(items: Sequence[DetectionPage], mode: str) -> list[Sample]:
     return [
         Sample(
             item.page_id,

@@ -5,15 +5,15 @@ language, after Surya's text normalisation."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image
 
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.datasets.fetch import HubRows
-from evalsuite.datasets.surya import load_recognition
+from evalsuite.datasets.surya import RecognitionPage, load_recognition
 from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.metrics.boxes import Box
 from evalsuite.metrics.recognition import normalize_recognition_text
 from evalsuite.metrics.text import overlap_score_exact
 from evalsuite.prompts import FREE_OCR
@@ -22,36 +22,20 @@ from evalsuite.render import PRESETS, cached_render_text
 from evalsuite.runner import UNIT, MetricSpec, Sample
 
 CROP_PADDING = 4  # pixels around each line, so ascenders and descenders are not cut
-Box = tuple[float, float, float, float]
 
 
-@dataclass(frozen=True)
-class LinePage:
-    page_id: str
-    image: Image.Image
-    boxes: Sequence[Box]
-    texts: Sequence[str]
-    language: str
-
-
-def synthetic_pages(location: Path) -> list[LinePage]:
+def synthetic_pages(location: Path) -> list[RecognitionPage]:
     """A text file rendered with the size_medium preset; each drawn line is a reference."""
     text = location.read_text(encoding="utf-8")
     pages = []
     for index, page in enumerate(cached_render_text(text, PRESETS["size_medium"]).pages):
         lines = [line for line in page.lines if line.text.strip()]
         pages.append(
-            LinePage(str(index), page.image, [x.box for x in lines], [x.text for x in lines], "en")
+            RecognitionPage(
+                str(index), page.image, [x.box for x in lines], [x.text for x in lines], "en"
+            )
         )
     return pages
-
-
-def dataset_pages(location: Path) -> list[LinePage]:
-    """Pages of a dataset in Surya's recognition layout (image, bboxes, text, language)."""
-    return [
-        LinePage(p.page_id, p.image, p.boxes, p.texts, p.language)
-        for p in load_recognition(location)
-    ]
 
 
 METRICS = (MetricSpec("line_score", bounds=UNIT, weight="line_weight", tolerance=0.03),)
@@ -71,13 +55,13 @@ BENCHMARK = register(
             DataSource(
                 "fixtures",
                 "pages written for the project in Surya's recognition layout",
-                dataset_pages,
+                load_recognition,
                 fixtures=FIXTURES_DIR / "surya" / "recognition",
             ),
             DataSource(
                 "surya_recognition",
                 "Surya's recognition benchmark pages (vikp/rec_bench)",
-                dataset_pages,
+                load_recognition,
                 folder="surya_recognition",
                 # unpinned: only the short commit 85fa454 of the last upload could be found
                 fetch=HubRows("vikp/rec_bench", "main"),
@@ -103,7 +87,7 @@ def crop(image: Image.Image, box: Box) -> Image.Image:
     )
 
 
-def samples(pages: Sequence[LinePage], mode: str) -> list[Sample]:
+def samples(pages: Sequence[RecognitionPage], mode: str) -> list[Sample]:
     """One request per reference line: the line cropped with a few pixels of margin."""
     result = []
     for page in pages:

@@ -50,13 +50,11 @@ def data_identity(folder: Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _identity(folder: Path) -> str:
-    manifest = folder / FETCH_MANIFEST if folder.is_dir() else None
-    if manifest is not None and manifest.is_file():
-        try:
-            revision = json.loads(manifest.read_text(encoding="utf-8"))["revision"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DatasetFormatError(f"{manifest} is not a valid fetch manifest: {exc!r}") from exc
-        return str(revision)
+    from evalsuite.datasets.fetch import read_manifest
+
+    manifest = read_manifest(folder)
+    if manifest is not None:
+        return str(manifest["revision"])
     digest = hashlib.sha256()
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [folder]
     for path in files:
@@ -66,6 +64,26 @@ def _identity(folder: Path) -> str:
             for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
                 digest.update(block)
     return f"sha256:{digest.hexdigest()[:DIGEST_CHARS]}"
+
+
+def read_json(path: Path, expected: type, shape: str) -> Any:
+    """The JSON document in ``path``; DatasetFormatError naming the file when it is not valid
+    JSON, or not an instance of ``expected`` (``shape`` describes what was expected)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetFormatError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, expected):
+        raise DatasetFormatError(f"{path}: expected {shape}")
+    return data
+
+
+def json_line(line: str, where: str) -> Any:
+    """One line of a JSON-lines file; DatasetFormatError naming ``where`` when it is not JSON."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetFormatError(f"{where}: not a JSON line: {exc}") from exc
 
 
 @dataclass(frozen=True)

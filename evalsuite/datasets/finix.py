@@ -7,11 +7,10 @@ without an image are rendered by the caller. Also PubTabNet examples
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import Schema, require_path
+from evalsuite.datasets import Schema, json_line, require_path
 from evalsuite.errors import DatasetFormatError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -73,10 +72,7 @@ def load_pubtabnet_pages(directory: Path, limit: int | None = None) -> list[Fini
         if limit is not None and len(pages) >= limit:
             break
         where = f"{annotations}:{line_number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetFormatError(f"{where}: not a JSON line: {exc}") from exc
+        record = json_line(line, where)
         PUBTABNET_SCHEMA.check_record(record, where)
         try:
             table_html = pubtabnet_html(record)

@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import Schema, require_path
+from evalsuite.datasets import Schema, read_json, require_path
 from evalsuite.errors import DatasetFormatError
 
 LANGUAGES = ("en", "cn")
@@ -33,12 +32,7 @@ def load_fox_pages(root: Path, language: str = "en") -> list[FoxPage]:
     base = root / "focus_benchmark_test" if (root / "focus_benchmark_test").is_dir() else root
     annotations = require_path(base / f"{language}_page_ocr.json", "fox")
     images = base / f"{language}_pdf_png"
-    try:
-        records = json.loads(annotations.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DatasetFormatError(f"{annotations} is not valid JSON: {exc}") from exc
-    if not isinstance(records, list):
-        raise DatasetFormatError(f"{annotations}: expected a JSON list of page records")
+    records = read_json(annotations, list, "a JSON list of page records")
     pages = []
     for index, record in enumerate(records):
         where = f"{annotations} record {index}"

@@ -7,11 +7,10 @@ appears on several lines; they are merged here, questions de-duplicated by their
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsuite.datasets import Schema, require_path
+from evalsuite.datasets import Schema, json_line, require_path
 from evalsuite.errors import DatasetFormatError
 
 QUALITY_SCHEMA = Schema(
@@ -56,10 +55,7 @@ def load_quality(path: Path) -> list[QualityArticle]:
             if not line.strip():
                 continue
             where = f"{path}:{line_number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetFormatError(f"{where}: not a JSON line: {exc}") from exc
+            record = json_line(line, where)
             QUALITY_SCHEMA.check_record(record, where)
             article_id = str(record["article_id"])
             article = articles.setdefault(

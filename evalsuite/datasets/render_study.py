@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalsuite.datasets import Schema, require_path
+from evalsuite.datasets import Schema, read_json, require_path
 from evalsuite.datasets.fetch import GitHubFiles
 from evalsuite.errors import DatasetFormatError
 
@@ -53,12 +52,7 @@ def load_render_study(directory: Path) -> RenderStudy:
     questions: list[StudyQuestion] = []
     questions_path = directory / "questions.json"
     if questions_path.exists():
-        try:
-            raw = json.loads(questions_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DatasetFormatError(f"{questions_path} is not valid JSON: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise DatasetFormatError(f"{questions_path}: expected an object keyed by document")
+        raw = read_json(questions_path, dict, "an object keyed by document")
         for document, entry in raw.items():
             where = f"{questions_path} document {document!r}"
             for index, qa in enumerate(DOCUMENT_SCHEMA.check_record(entry, where)["questions"]):

@@ -18,13 +18,13 @@ from PIL import Image
 from evalsuite.datasets import Schema, load_table
 from evalsuite.errors import DatasetFormatError
 from evalsuite.images import open_image
+from evalsuite.metrics.boxes import Box
 
 DETECTION_SCHEMA = Schema("Surya detection benchmark (vikp/doclaynet_bench)", ("image", "bboxes"))
 RECOGNITION_SCHEMA = Schema(
     "Surya recognition benchmark (vikp/rec_bench)", ("image", "bboxes", "text", "language")
 )
 
-Box = tuple[float, float, float, float]
 DETECTION_SCALE = 1000
 
 

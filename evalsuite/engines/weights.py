@@ -87,12 +87,9 @@ FINGERPRINT_BLOCK_BYTES = 1 << 16
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """Hex SHA-256 of a file's bytes, read in blocks."""
     with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def checkpoint_identity(path: str | os.PathLike[str]) -> dict[str, Any]:

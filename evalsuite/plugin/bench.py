@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,7 +18,6 @@ from evalsuite.engines.base import Engine
 from evalsuite.errors import (
     EngineUnavailableError,
     EvalsuiteError,
-    GoldenError,
     MissingRecordingError,
 )
 from evalsuite.golden import (
@@ -88,11 +87,10 @@ class Bench:
     def data(self) -> Any:
         """The data source's content, as its loader returns it; a file the loader cannot read
         fails the test with the loader's one-line message (naming the file)."""
-        try:
-            return self.session.data(self.benchmark.name, self.source, self.location)
-        except EvalsuiteError as exc:
-            failure = f"{self.benchmark.name} data source {self.source.name}: {exc}"
-        pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
+        return _or_fail_in_one_line(
+            lambda: self.session.data(self.benchmark.name, self.source, self.location),
+            f"{self.benchmark.name} data source {self.source.name}: ",
+        )
 
     @cached_property
     def data_id(self) -> str:
@@ -172,11 +170,7 @@ class Bench:
     def _golden_file(self) -> GoldenFile:
         """This test's golden file; a malformed one fails the test with one line naming the
         file and the entry."""
-        try:
-            return self.session.golden.load(self.golden_name)
-        except GoldenError as exc:
-            failure = str(exc)
-        pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
+        return _or_fail_in_one_line(lambda: self.session.golden.load(self.golden_name))
 
     def _keyed(self, sample: Sample) -> Sample:
         """``sample`` with the data source in its request's key: two sources may number their
@@ -261,6 +255,19 @@ class Bench:
             except MissingRecordingError as exc:
                 reasons.append(str(exc))
         pytest.skip(f"replay has no recording for any sample of this test; first: {reasons[0]}")
+
+
+T = TypeVar("T")
+
+
+def _or_fail_in_one_line(load: Callable[[], T], prefix: str = "") -> T:
+    """``load()``, or the test failed with ``prefix`` and the evalsuite error's one-line message
+    (a malformed golden or data file names itself; no traceback)."""
+    try:
+        return load()
+    except EvalsuiteError as exc:
+        failure = f"{prefix}{exc}"
+    pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
 
 
 @pytest.fixture

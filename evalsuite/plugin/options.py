@@ -30,6 +30,8 @@ AUTO = "auto"
 PAGES_DPI_DEFAULT = 144
 """--pages-dpi: PDF pages rendered at 144 dpi are 1224 x 1584 px for US Letter, about the
 1024 px side of DeepSeek-OCR's base mode."""
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}")
+"""What an engine label or a run name may be (it becomes part of file names and keys)."""
 INI_BENCHMARKS = "evalsuite_benchmarks"
 """ini option: modules that declare more benchmarks (a user's own), imported at start-up."""
 
@@ -362,7 +364,7 @@ def _labels(values: list[str], engines: tuple[str, ...] | None) -> dict[str, str
                 f"--engine-label {value}: {engine!r} is not an engine of this run "
                 f"(--engine {','.join(engines)})"
             )
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}", label):
+        if not LABEL_PATTERN.fullmatch(label):
             raise pytest.UsageError(
                 f"--engine-label {value}: a label is letters, digits and . _ @ + : - "
                 "(at most 100 characters)"
@@ -376,23 +378,21 @@ def _data_dir(value: str | None) -> Path | None:
     raw = value if explicit else os.environ.get(DATA_ENV)
     if not raw:
         return None
-    path = Path(raw).expanduser()
-    where = "--data-dir" if explicit else f"${DATA_ENV}"
-    if not path.is_dir():
-        raise pytest.UsageError(f"{where} {path}: not a directory")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise pytest.UsageError(f"{where} {path}: not readable")
-    return path
+    return _readable_dir(Path(raw).expanduser(), "--data-dir" if explicit else f"${DATA_ENV}")
 
 
 def _pages_dir(value: str | None) -> Path | None:
     if value is None:
         return None
-    path = Path(value).expanduser().resolve()
+    return _readable_dir(Path(value).expanduser().resolve(), "--pages-dir")
+
+
+def _readable_dir(path: Path, where: str) -> Path:
+    """``path`` when it is a folder this process can list; a usage error naming ``where``."""
     if not path.is_dir():
-        raise pytest.UsageError(f"--pages-dir {path}: not a directory")
+        raise pytest.UsageError(f"{where} {path}: not a directory")
     if not os.access(path, os.R_OK | os.X_OK):
-        raise pytest.UsageError(f"--pages-dir {path}: not readable")
+        raise pytest.UsageError(f"{where} {path}: not readable")
     return path
 
 
@@ -447,7 +447,7 @@ def _tolerance(value: str | None) -> float | None:
 
 
 def _run_name(value: str | None) -> str | None:
-    if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+:-]{0,99}", value):
+    if value is not None and not LABEL_PATTERN.fullmatch(value):
         raise pytest.UsageError(
             f"--run-name {value!r}: letters, digits and . _ @ + : - (at most 100 characters)"
         )

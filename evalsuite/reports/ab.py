@@ -87,7 +87,7 @@ class RecordPair:
     @property
     def where(self) -> str:
         record = self.candidate
-        return f"{record.benchmark} · {self.engines} · {record.data} · {record.parameter}"
+        return _where(record.benchmark, self.engines, record.data, record.parameter)
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,11 @@ class MetricComparison:
     p_holm: float
     significant: bool
     regressed: bool
+
+    @property
+    def where(self) -> str:
+        """``benchmark · engines · data · parameter``, as its :attr:`RecordPair.where`."""
+        return _where(self.benchmark, self.engines, self.data, self.parameter)
 
     @property
     def worse_by(self) -> float:
@@ -320,9 +325,10 @@ def compare_runs(
     pairs = pair_records(baseline.records, candidate.records)
     measured: list[tuple[RecordPair, str, PairedTest, list[tuple[str, float, float]], int]] = []
     for pair in pairs:
+        samples = _samples_by_id(pair.baseline), _samples_by_id(pair.candidate)
         for metric in _comparable_metrics(pair):
             kind = pair.candidate.metrics[metric].kind
-            values, unpaired = _paired_scores(pair, metric, proportion=kind == "proportion")
+            values, unpaired = _paired_scores(*samples, metric, proportion=kind == "proportion")
             if not values:
                 continue
             base = [b for _, b, _ in values]
@@ -373,12 +379,14 @@ def _comparable_metrics(pair: RecordPair) -> list[str]:
 
 
 def _paired_scores(
-    pair: RecordPair, metric: str, *, proportion: bool
+    base: dict[str, SampleRecord],
+    cand: dict[str, SampleRecord],
+    metric: str,
+    *,
+    proportion: bool,
 ) -> tuple[list[tuple[str, float, float]], int]:
-    """(sample id, baseline score, candidate score) of the samples both runs scored on
-    ``metric``, in id order, and how many sample ids only one run has."""
-    base = _samples_by_id(pair.baseline)
-    cand = _samples_by_id(pair.candidate)
+    """(sample id, baseline score, candidate score) of the samples both runs (their samples by
+    id) scored on ``metric``, in id order, and how many sample ids only one run has."""
     values = []
     for sample_id in sorted(base.keys() & cand.keys()):
         b, c = base[sample_id].scores.get(metric), cand[sample_id].scores.get(metric)
@@ -408,7 +416,7 @@ def _worst_samples(report: AbReport, count: int) -> list[SampleChange]:
     the ``count`` largest (only samples that got worse)."""
     worst: dict[tuple[str, str], tuple[float, str, float, float]] = {}
     for index, comparison in enumerate(report.comparisons):
-        where = _where(comparison)
+        where = comparison.where
         sign = -1.0 if comparison.direction == "higher" else 1.0
         for sample_id, base, cand in report.series[index]:
             worse_by = sign * (cand - base)
@@ -429,10 +437,8 @@ def _worst_samples(report: AbReport, count: int) -> list[SampleChange]:
     return changes
 
 
-def _where(comparison: MetricComparison) -> str:
-    return " · ".join(
-        (comparison.benchmark, comparison.engines, comparison.data, comparison.parameter)
-    )
+def _where(benchmark: str, engines: str, data: str, parameter: str) -> str:
+    return " · ".join((benchmark, engines, data, parameter))
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -498,7 +504,7 @@ def render_text(report: AbReport, *, show_all: bool = False) -> str:
 def _pair_sizes(report: AbReport) -> list[int]:
     sizes: dict[str, int] = {}
     for index, comparison in enumerate(report.comparisons):
-        where = _where(comparison)
+        where = comparison.where
         sizes[where] = max(sizes.get(where, 0), len(report.series[index]))
     return list(sizes.values())
 
@@ -554,7 +560,7 @@ def render_html(report: AbReport) -> str:
     for index in ordered:
         c = report.comparisons[index]
         rows.append({
-            "where": Cell(_where(c), _where(c)), "metric": Cell(c.metric, c.metric),
+            "where": Cell(c.where, c.where), "metric": Cell(c.metric, c.metric),
             "n": Cell(str(c.test.n), c.test.n), "baseline": Cell.number(c.baseline),
             "candidate": Cell.number(c.candidate),
             "delta": Cell(significant(c.test.delta, signed=True), c.test.delta, c.test.test),
@@ -606,7 +612,7 @@ def _paired_chart(report: AbReport, index: int) -> str:
     high = max(max(b, c) for _, b, c in values)
     diagonal = ChartSeries("y = x (unchanged)", (ChartPoint(low, low), ChartPoint(high, high)),
                            color=MUTED)
-    title = f"{comparison.metric} · {_where(comparison)}"
+    title = f"{comparison.metric} · {comparison.where}"
     chart = Chart(kind="curve", chart_id=slug("ab", str(index), comparison.metric), title=title,
                   x_label=f"baseline {comparison.metric}",
                   y_label=f"candidate {comparison.metric}", series=(diagonal, *dots))

@@ -40,7 +40,7 @@ from evalsuite.reports.series import (
     better_note,
     series_steps,
 )
-from evalsuite.runner import MetricSpec
+from evalsuite.runner import OUTPUT_HEALTH, MetricSpec
 
 COMPRESSION_METRICS = ("gt_compression", "compression_ratio")
 """Sample scores taken as the compression ratio, the first one present."""
@@ -52,7 +52,8 @@ _GROUPED = re.compile(r"^(?P<metric>[^\[\]]+)\[(?P<group>[^\[\]]+)\]$")
 MEASURE_KEYS = ("condition",)
 """Parameter parts that change what is measured (the context given as text or as an image):
 records that differ in them are drawn in separate panels and ranked in separate tables."""
-HEALTH_METRICS = ("empty_output_rate", "degenerate_output_rate")
+HEALTH_METRICS = tuple(spec.name for spec in OUTPUT_HEALTH)
+"""The output-health shares every benchmark reports (:data:`evalsuite.runner.OUTPUT_HEALTH`)."""
 MAX_SERIES = 6
 """Most series drawn in one chart; more are split into small multiples."""
 MAX_RUNS_DRAWN = 30

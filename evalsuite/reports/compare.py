@@ -35,11 +35,12 @@ from html import escape
 from pathlib import Path
 
 from evalsuite.metrics import edit_precision, order_metrics, word_metrics
-from evalsuite.metrics.repetition import DEFAULT_MAX_REPEATS, DEFAULT_MIN_WORDS, is_degenerate
+from evalsuite.metrics.repetition import DEFAULT_MAX_REPEATS, DEFAULT_MIN_WORDS
 from evalsuite.records.atomic import atomic_write_text
 from evalsuite.reports.charts import slug
 from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
 from evalsuite.reports.wordalign import align_words
+from evalsuite.runner import DEGENERATE_OUTPUT, EMPTY_OUTPUT, output_health
 from evalsuite.textformat import format_table, significant
 
 GROUND_TRUTH = "gt.txt"
@@ -48,7 +49,7 @@ GROUND_TRUTH_FOLDERS = ("gt", "gts", "ground_truth", "groundtruth")
 TEXT_SUFFIXES = (".txt", ".md")
 PER_DOCUMENT = "gt.txt + <model>_out.txt"
 FOLDER_PER_MODEL = "ground-truth folder + one folder per model"
-EMPTY, DEGENERATE = "empty_output_rate", "degenerate_output_rate"
+EMPTY, DEGENERATE = EMPTY_OUTPUT.name, DEGENERATE_OUTPUT.name
 DEGENERATE_RULE = (
     f"degenerate: an n-gram of {DEFAULT_MIN_WORDS}+ words repeated more than "
     f"{DEFAULT_MAX_REPEATS} times"
@@ -291,8 +292,7 @@ def score_output(prediction: str, ground_truth: str, options: WordOptions) -> di
     scores["edit_precision"] = float(edit_precision(prediction, ground_truth))
     order = order_metrics(prediction, ground_truth)
     scores.update({f"order_{key}": float(value) for key, value in order.items()})
-    scores[EMPTY] = float(not prediction.strip())
-    scores[DEGENERATE] = float(is_degenerate(prediction))
+    scores.update({flag: float(value) for flag, value in output_health(prediction).items()})
     return scores
 
 

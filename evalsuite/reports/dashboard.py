@@ -306,7 +306,7 @@ def _specs(benchmark: str) -> dict[str, MetricSpec]:
     )
     if declared is None:
         return {}
-    names = {m.name for m in declared.metrics} | {"empty_output_rate", "degenerate_output_rate"}
+    names = {m.name for m in declared.metrics} | set(HEALTH_METRICS)
     return {name: spec for name in names if (spec := declared.metric_spec(name)) is not None}
 
 
@@ -508,9 +508,7 @@ def _record_badness(record: BenchmarkRecord, headline: str | None) -> tuple[int,
 
 def _score_note(sample: SampleRecord, headline: str | None) -> str:
     score = sample.scores.get(headline) if headline else None
-    if isinstance(score, bool):
-        return f" — {headline} {'yes' if score else 'no'}"
-    if isinstance(score, (int, float)):
+    if isinstance(score, (int, float)):  # a bool prints yes/no
         return f" — {headline} {significant(score)}"
     return ""
 

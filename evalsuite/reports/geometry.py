@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalsuite.reports.charts import Chart, ChartPoint, ChartSeries
+from evalsuite.textformat import significant
 
 WIDTH, HEIGHT = 480, 280
 LEFT, RIGHT, TOP, BOTTOM = 58, 18, 14, 46
@@ -299,7 +300,7 @@ def _lines(chart: Chart, frame: Frame, *, whiskers: bool) -> list[Group]:
         shapes: list[Shape] = []
         if series.reference is not None:
             py = frame.py(series.reference)
-            title = f"golden {series.label}: {series.reference:.4g}"
+            title = f"golden {series.label}: {significant(series.reference)}"
             shapes.append(Line(LEFT, py, WIDTH - RIGHT, py, "golden", color, title))
         if whiskers:
             shapes.extend(_whisker(point, frame, color) for point in series.points
@@ -322,12 +323,12 @@ def _whisker(point: ChartPoint, frame: Frame, color: str) -> Line:
 def _marker(point: ChartPoint, series: ChartSeries, frame: Frame, color: str) -> list[Shape]:
     x, y = frame.px(point.x), frame.py(point.y)
     interval = (
-        f" [{point.low:.4g}, {point.high:.4g}]"
+        f" [{significant(point.low)}, {significant(point.high)}]"
         if point.low is not None and point.high is not None
         else ""
     )
     flag = f" · {point.flag}" if point.flag else ""
-    title = f"{series.label}: {point.y:.4g}{interval}{flag}\n{point.label}".strip()
+    title = f"{series.label}: {significant(point.y)}{interval}{flag}\n{point.label}".strip()
     shapes: list[Shape] = [Circle(x, y, DOT_RADIUS, "dot", color, title=title)]
     if point.flag:
         ring = REGRESSED_COLOR if point.flag == "regressed" else IMPROVED_COLOR
@@ -349,9 +350,9 @@ def _bars(chart: Chart, frame: Frame) -> list[Group]:
         for point in series.points:
             left = frame.px(point.x) - band / 2 + index * width
             top = frame.py(point.y)
-            title = f"{series.label} · {point.label}: {point.y:.4g}"
+            title = f"{series.label} · {point.label}: {significant(point.y)}"
             if point.low is not None and point.high is not None:
-                title += f" [{point.low:.4g}, {point.high:.4g}]"
+                title += f" [{significant(point.low)}, {significant(point.high)}]"
             shapes.append(
                 Rect(left + 1, min(top, zero), max(width - 2, 1), abs(zero - top), "bar", color,
                      title)
