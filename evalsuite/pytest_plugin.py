@@ -19,16 +19,29 @@ import pytest
 from _pytest.mark.expression import Expression  # the parser behind -m
 
 from evalsuite.benchmarks import Benchmark, load_declarations
-from evalsuite.engines import engine_kind, supported_modes
+from evalsuite.engines import engine_kind
 from evalsuite.engines.base import OCR_MODE
-from evalsuite.engines.served import MODEL_FAMILIES
 from evalsuite.errors import EvalsuiteError
 from evalsuite.golden import GoldenStore
 from evalsuite.images import set_max_image_pixels
 from evalsuite.plugin.bench import bench
-from evalsuite.plugin.options import INI_BENCHMARKS, SuiteOptions, add_options, parse_options
+from evalsuite.plugin.options import (
+    INI_BENCHMARKS,
+    SuiteOptions,
+    add_options,
+    engine_modes,
+    parse_options,
+)
 from evalsuite.plugin.reporting import GOLDEN_BEFORE_KEY, finish_session, terminal_summary
-from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError, plan_server, start_server
+from evalsuite.plugin.server import (
+    INSTALL_HINT,
+    SERVED_ENGINES,
+    ServerStartError,
+    plan_server,
+    start_server,
+    vllm_environment,
+    vllm_executable,
+)
 from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, WORKER_RUN_ID, WORKER_SERVER
 from evalsuite.records.metadata import new_run_id
 from evalsuite.tokens import count_with_checkpoint
@@ -100,16 +113,28 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
         return
     if not (options.gpu or options.server_command):
         return  # the engine then says it needs --api-base
-    plan = plan_server(
-        options.server_command,
-        options.served_model,
-        options.served_model_path(),
-        options.server_timeout_s,
-    )
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
     try:
+        vllm = "vllm"
+        if options.server_command is None:  # vLLM with evalsuite's plugin
+            environment = vllm_environment(vllm_executable(config.rootpath))
+            if not environment.plugin:
+                raise ServerStartError(
+                    f"{environment.describe()}: the suite needs its vLLM plugin there for "
+                    f"DeepSeek's modes and preprocessing; {INSTALL_HINT}"
+                )
+            vllm = environment.executable
+            if reporter is not None:
+                reporter.write_line(f"evalsuite: {environment.describe()}")
+        plan = plan_server(
+            options.server_command,
+            options.served_model,
+            options.served_model_path(),
+            options.server_timeout_s,
+            vllm=vllm,
+        )
+        if reporter is not None:
+            reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
         server = start_server(plan, run_dir / "server.log")
     except ServerStartError as exc:
         if reporter is not None:
@@ -249,14 +274,10 @@ def engine_params(benchmark: Benchmark, options: SuiteOptions) -> list[tuple[str
     engines = options.engines_to_run(benchmark.gpu_engines, benchmark.cpu_engines)
     pairs = []
     for name in engines:
-        vllm_mode = MODEL_FAMILIES[options.served_model].vllm_mode
-        if name == "vllm" and options.modes is None and vllm_mode is not None:
-            pairs.append((name, vllm_mode))  # a stock vLLM serves one mode per model
-            continue
         if engine_kind(name) == "ocr":
             pairs.append((name, OCR_MODE))
             continue
-        valid = supported_modes(name)
+        valid = engine_modes(name, options.served_model)
         modes = options.modes or tuple(m for m in benchmark.default_modes if m in valid)
         pairs.extend((name, mode) for mode in modes or valid[:1])
     return pairs

@@ -19,10 +19,10 @@ def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path
     # GPU test errors and the run fails
     done = run_pytest(
         "benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path),
-        env=child_env(PATH="/usr/bin:/bin"),
+        env=child_env(PATH="/usr/bin:/bin", EVALSUITE_VLLM="vllm"),
     )
     assert done.returncode == 1, done.stdout[-3000:]
-    assert "cannot start the model server `vllm serve" in done.stdout
+    assert "cannot start the model server: no `vllm` found; run `make vllm-env`" in done.stdout
     last = done.stdout.strip().splitlines()[-1]
     assert "error" in last and "passed" not in last and "skipped" not in last
     assert "gated no metric" in done.stdout
@@ -52,9 +52,10 @@ def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
         (["--engine", "tiny-deepseek-ocr-2", "--modes", "small"],
          "small not a mode of engine 'tiny-deepseek-ocr-2'; its modes: default, global"),
         # a stock vLLM serves one mode per model, so --gpu takes only that one
-        (["--gpu", "--modes", "small"], "small not a mode of engine 'vllm'; its modes: gundam"),
+        (["--gpu", "--modes", "huge"],
+         "huge not a mode of engine 'vllm'; its modes: tiny, small, base, large, gundam"),
         (["--gpu", "--served-model", "deepseek-ocr-2", "--modes", "gundam"],
-         "gundam not a mode of engine 'vllm'; its modes: default"),
+         "gundam not a mode of engine 'vllm'; its modes: default, global"),
         (["--engine", "nosuch"], "--engine: unknown engine 'nosuch'"),
         (["--api-base", "localhost:8000"], "--api-base 'localhost:8000': expected an http(s) URL"),
     ],

@@ -21,6 +21,7 @@ from PIL import Image, ImageChops
 
 from evalsuite.engines import InferenceRequest, create_engine
 from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens
+from evalsuite.engines.deepseek_views import DEEPSEEK_OCR_VIEWS, OCR2_VIEWS, image_token_count
 from evalsuite.engines.recording import RecordingEngine
 from evalsuite.engines.served import TABLE_CELL_TOKEN_IDS, chat_text, encode_page
 from evalsuite.errors import EngineUnavailableError
@@ -28,7 +29,7 @@ from evalsuite.perf.serving import FixedLatencyEngine
 from evalsuite.prompts import FREE_OCR, MARKDOWN
 from evalsuite.render import RenderConfig, render_text
 from evalsuite.serving.process import serve_subprocess
-from evalsuite.tokens import vision_tokens
+from evalsuite.tokens import text_token_count, vision_tokens
 
 PAGE_TEXT = "INVOICE #INV-2024-0892\nDate: November 15, 2024\nTotal: $1,229.20\n"
 
@@ -48,6 +49,7 @@ class FakeOpenAIServer:
     delay_s: Callable[[], float] = lambda: 0.0
     version: dict[str, Any] | None = None
     max_model_len: int | None = None
+    plugin: bool = True
     bodies: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
@@ -85,9 +87,29 @@ class FakeOpenAIServer:
         return web.json_response(
             {
                 "choices": [{"message": {"content": text[::-1]}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": len(text)},
+                "usage": {
+                    "prompt_tokens": self.prompt_tokens(body),
+                    "completion_tokens": len(text),
+                },
             }
         )
+
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """vLLM's ``usage.prompt_tokens``: BOS, the image tokens (with the plugin: of the
+        request's mode; a stock vLLM: gundam, 6 tiles at most), newline and text tokens."""
+        content = body["messages"][0]["content"]
+        text = next(part["text"] for part in content if "text" in part)
+        image = next((part for part in content if "image_url" in part), None)
+        if image is None:
+            return 1 + text_token_count(text)
+        page = decoded(image["image_url"]["url"])
+        if self.plugin:
+            mode = body["mm_processor_kwargs"]["mode"]
+            count = image_token_count(*page.size, {**DEEPSEEK_OCR_VIEWS, **OCR2_VIEWS}[mode])
+        else:
+            count = vision_tokens(*page.size, "gundam", max_crops=6).raw
+        return 1 + count + text_token_count("\n" + text)
 
 
 @contextlib.contextmanager
@@ -161,9 +183,10 @@ def test_request_follows_vllms_deepseek_ocr_recipe(page) -> None:
     assert same_pixels(decoded(image_part["image_url"]["url"]), page)
     assert result.text == "Free OCR."[::-1]
     assert result.output_tokens == len("Free OCR.")
-    assert result.vision_tokens == vision_tokens(page.width, page.height, "gundam")
+    assert result.vision_tokens == vision_tokens(page.width, page.height, "gundam", max_crops=9)
     assert result.settings["model"] == "fake-model"
-    assert result.settings["server_mode"] == result.settings["mode"] == "gundam"
+    assert result.settings["server_mode"] == "per-request"
+    assert result.settings["mode"] == "gundam"
     assert result.settings["api_base"] == fake.api_base
     assert result.settings["vision_token_arithmetic"] == "deepseek-ocr"
     assert engine.server_info()["model"] == "fake-model"
@@ -195,7 +218,7 @@ def test_deepseek_ocr2_family_counts_its_own_tokens_in_vllms_mode(page) -> None:
     with running(FakeOpenAIServer()) as fake:
         engine = vllm_engine(fake, model_family="deepseek-ocr-2", ngram_size=None)
         result = engine.infer(request(page, mode="default", prompt=MARKDOWN))
-    assert engine.supported_modes == ("default",)
+    assert engine.supported_modes == ("default", "global")
     assert "vllm_xargs" not in fake.bodies[0]
     assert (
         fake.bodies[0]["messages"][0]["content"][1]["text"]
@@ -204,15 +227,23 @@ def test_deepseek_ocr2_family_counts_its_own_tokens_in_vllms_mode(page) -> None:
     assert result.vision_tokens == ocr2_image_tokens(page.width, page.height, "default")
 
 
-def test_a_mode_the_server_does_not_run_fails_that_sample_only(page) -> None:
+def test_each_mode_is_sent_and_a_stock_server_is_caught(page) -> None:
+    """With the plugin every mode runs; a vLLM without it (gundam whatever the mode) answers
+    prompts of the wrong length, and those samples fail, never scored."""
     with running(FakeOpenAIServer()) as fake:
         results = vllm_engine(fake).infer_batch(
-            [request(page, sample_id="a"), request(page, mode="base", sample_id="b")]
+            [request(page, mode=mode, sample_id=mode) for mode in ("tiny", "base", "gundam")]
         )
-    assert results[0].error is None
-    assert results[1].text == ""
-    assert "'base'" in results[1].error and "'gundam'" in results[1].error
-    assert len(fake.bodies) == 1  # the refused sample was never sent
+    assert [r.error for r in results] == [None, None, None]
+    assert [b["mm_processor_kwargs"] for b in fake.bodies] == [
+        {"mode": "tiny"}, {"mode": "base"}, {"mode": "gundam"}
+    ]
+    with running(FakeOpenAIServer(plugin=False)) as stock:
+        tiny, gundam = vllm_engine(stock).infer_batch(
+            [request(page, mode="tiny", sample_id="t"), request(page, sample_id="g")]
+        )
+    assert tiny.text == "" and "evalsuite's plugin" in tiny.error and "'tiny'" in tiny.error
+    assert gundam.error is None  # a page of at most 6 tiles: the stock gundam is DeepSeek's
 
 
 def test_retries_dropped_connections_and_5xx_then_succeeds(page) -> None:
@@ -382,8 +413,6 @@ def test_modes_are_those_of_the_model_family() -> None:
         create_engine(
             "vllm", api_base="http://127.0.0.1:9/v1", model_family="deepseek-ocr-2", mode="gundam"
         )
-    with pytest.raises(ValueError, match="no known vLLM mode for model_family 'none'"):
-        create_engine("vllm", api_base="http://127.0.0.1:9/v1", model_family="none")
 
 
 def test_infer_batch_works_under_a_running_event_loop(page) -> None:

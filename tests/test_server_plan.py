@@ -3,30 +3,62 @@ the placeholders, and which checkpoint each served model loads."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 
 import pytest
 
-from evalsuite.plugin.server import VLLM_COMMAND, plan_server
+from evalsuite.plugin.server import (
+    ServerStartError,
+    plan_server,
+    vllm_environment,
+    vllm_executable,
+)
+from evalsuite.vllm_plugin import ARCHITECTURES, NGRAM_PROCESSOR
 
 
-def test_default_command_is_vllms_deepseek_ocr_recipe(monkeypatch):
+def test_default_command_is_the_recipe_with_evalsuites_plugin(monkeypatch):
     monkeypatch.delenv("EVALSUITE_DEEPSEEK_OCR_PATH", raising=False)
-    plan = plan_server(None, "deepseek-ocr", None, 60.0)
+    plan = plan_server(None, "deepseek-ocr", None, 60.0, vllm="/srv/.venv-vllm/bin/vllm")
     words = shlex.split(plan.command)
-    assert words[:3] == ["vllm", "serve", "deepseek-ai/DeepSeek-OCR"]
+    assert words[:3] == ["/srv/.venv-vllm/bin/vllm", "serve", "deepseek-ai/DeepSeek-OCR"]
     assert words[words.index("--served-model-name") + 1] == "deepseek-ocr"
-    assert (
-        words[words.index("--logits-processors") + 1]
-        == "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor"
-    )
+    assert words[words.index("--logits-processors") + 1] == NGRAM_PROCESSOR
+    overrides = json.loads(words[words.index("--hf-overrides") + 1])
+    assert overrides == {"architectures": [ARCHITECTURES["deepseek-ocr"]]}
     assert "--no-enable-prefix-caching" in words
     assert words[words.index("--mm-processor-cache-gb") + 1] == "0"
     assert "{port}" in plan.command and plan.timeout_s == 60.0
-    assert plan.command == VLLM_COMMAND.format(
-        model="deepseek-ai/DeepSeek-OCR", name="deepseek-ocr", port="{port}"
-    )
+    two = shlex.split(plan_server(None, "deepseek-ocr-2", None, 1.0).command)
+    assert json.loads(two[two.index("--hf-overrides") + 1])["architectures"] == [
+        "EvalsuiteDeepseekOCR2ForCausalLM"
+    ]
+    assert two[0] == "vllm"
+
+
+def test_the_pinned_environment_is_preferred(tmp_path):
+    assert vllm_executable(tmp_path) == "vllm"
+    pinned = tmp_path / ".venv-vllm" / "bin" / "vllm"
+    pinned.parent.mkdir(parents=True)
+    pinned.write_text("#!/bin/sh\n")
+    assert vllm_executable(tmp_path) == str(pinned)
+
+
+def test_the_vllm_environment_is_read_without_importing_vllm(tmp_path):
+    """A fake environment: its ``python`` answers the probe as the real one would."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "vllm").write_text("#!/bin/sh\n")
+    (folder / "vllm").chmod(0o755)
+    python = folder / "python"
+    python.write_text('#!/bin/sh\necho \'["0.33.0", false]\'\n')
+    python.chmod(0o755)
+    environment = vllm_environment(str(folder / "vllm"))
+    assert (environment.version, environment.plugin) == ("0.33.0", False)
+    assert "no evalsuite plugin" in environment.describe()
+    with pytest.raises(ServerStartError, match="make vllm-env"):
+        vllm_environment(str(tmp_path / "nowhere" / "vllm"))
 
 
 @pytest.mark.parametrize(

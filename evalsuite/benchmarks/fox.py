@@ -120,7 +120,7 @@ BENCHMARK = register(
             ),
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2", "replay"),
-        default_modes=("tiny", "small", "base"),
+        default_modes=("tiny", "small", "base", "large", "gundam"),
         order=10,
         metrics=METRICS,
     )

@@ -53,6 +53,7 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite.render": "bottom",
     "evalsuite.engines": "bottom",
     "evalsuite.datasets": "bottom",
+    "evalsuite.vllm_plugin": "bottom",  # runs inside vLLM: building blocks only
     # middle: running benchmarks and keeping their results
     "evalsuite.records": "middle",
     "evalsuite.stats": "middle",

@@ -20,17 +20,16 @@ What vLLM does with the request (read in vLLM 0.33.0's source):
   text "Free OCR." becomes DeepSeek's own ``<image>\\nFree OCR.``. So the prompt is sent without
   DeepSeek's ``<image>`` placeholder (:func:`chat_text`); a placeholder left in the text would
   be counted against the images sent.
-- Resolution mode: per server, and on a stock vLLM only DeepSeek-OCR's ``gundam`` (DeepSeek-OCR-2:
-  its ``default``, 1024-px global view plus 768-px tiles). A request's
-  ``mm_processor_kwargs`` do reach ``DeepseekOCRProcessor`` (``image_size``, ``base_size``,
-  ``crop_mode``; ``vllm/transformers_utils/processors/deepseek_ocr.py``), but the number of
-  ``<image>`` tokens vLLM writes into the prompt comes from the module constants
-  ``IMAGE_SIZE=640``, ``BASE_SIZE=1024``, ``CROP_MODE=True`` (``get_num_image_tokens`` and
-  ``_get_prompt_updates`` in ``vllm/model_executor/models/deepseek_ocr.py``; DeepSeek-OCR-2:
-  ``IMAGE_SIZE=768`` in ``deepseek_ocr2.py``), so any other mode, per request or per server
-  (``--mm-processor-kwargs``), mismatches the image features. The engine's ``mode`` option is
-  therefore the server's mode: a request in another mode fails with a per-sample error. Only
-  ``evalsuite serve`` chooses the mode per request (``mode="per-request"``, checked at creation).
+- Resolution mode. A stock vLLM serves DeepSeek-OCR in one mode only (its image-token count
+  comes from module constants, ``vllm/transformers_utils/processors/deepseek_ocr.py``), so the
+  ``vllm`` engine talks to a vLLM running evalsuite's plugin (:mod:`evalsuite.vllm_plugin`,
+  ``make vllm-env``), which takes each request's mode from ``mm_processor_kwargs``
+  (``{"mode": NAME}``) and preprocesses it exactly as DeepSeek's ``infer()``. Every answer is
+  checked: vLLM reports ``usage.prompt_tokens``, which must equal BOS, the mode's image tokens
+  (:func:`evalsuite.engines.deepseek_views.image_token_count`) and the text's tokens; a server
+  that preprocessed otherwise (a stock vLLM, another mode) fails the sample with that
+  difference instead of being scored. ``openai`` sends no such kwargs: it serves one
+  ``mode`` per server, or each request's with ``evalsuite serve`` (``mode="per-request"``).
 - Output length. DeepSeek-OCR's context is 8192 positions (vLLM's ``max_model_len``, which
   ``/v1/models`` reports per model), and vLLM's server refuses a request whose prompt plus
   ``max_tokens`` exceeds it. Deliberate deviation from the recipe's ``max_tokens=8192``: when
@@ -77,11 +76,14 @@ from evalsuite.engines.base import (
     register_engine,
 )
 from evalsuite.engines.deepseek_inputs import IMAGE_PLACEHOLDER, load_page_image
+from evalsuite.engines.deepseek_ocr import INFER_MAX_CROPS
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
+from evalsuite.engines.deepseek_views import FAMILY_VIEWS, image_token_count
 from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.images import open_image
-from evalsuite.tokens import MODES, vision_tokens
+from evalsuite.tokens import MODES, text_token_count, vision_tokens
+from evalsuite.vllm_plugin import MODE_KWARG as VLLM_MODE_KWARG
 
 if TYPE_CHECKING:
     import aiohttp
@@ -96,19 +98,23 @@ EVALSUITE_SERVER = "evalsuite serve"
 
 @dataclass(frozen=True)
 class ModelFamily:
-    """What the served model's family fixes: its modes (None: any), how a page's vision tokens
-    are counted from its size and mode (None: not counted), and the one mode a stock vLLM serves
-    it in (None: unknown)."""
+    """What the served model's family fixes: its modes (None: any) and how a page's vision
+    tokens are counted from its size and mode (None: not counted)."""
 
     modes: tuple[str, ...] | None
     count_vision_tokens: Callable[[int, int, str], Any] | None
-    vllm_mode: str | None
+
+
+def _infer_vision_tokens(width: int, height: int, mode: str) -> Any:
+    """DeepSeek-OCR's vision tokens with ``infer()``'s tiling (up to 9 tiles), which evalsuite's
+    vLLM plugin and ``evalsuite serve --engine deepseek-ocr`` both run."""
+    return vision_tokens(width, height, mode, max_crops=INFER_MAX_CROPS)
 
 
 MODEL_FAMILIES: dict[str, ModelFamily] = {
-    "deepseek-ocr": ModelFamily(tuple(MODES), vision_tokens, "gundam"),
-    "deepseek-ocr-2": ModelFamily(OCR2_MODES, ocr2_image_tokens, "default"),
-    "none": ModelFamily(None, None, None),
+    "deepseek-ocr": ModelFamily(tuple(MODES), _infer_vision_tokens),
+    "deepseek-ocr-2": ModelFamily(OCR2_MODES, ocr2_image_tokens),
+    "none": ModelFamily(None, None),
 }
 
 PNG_COMPRESS_LEVEL = 2
@@ -219,6 +225,8 @@ class OpenAIChatEngine(EngineBase):
     name = "openai"
     kind = "vlm"
     supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES, OCR_MODE)
+    mode_kwarg: str | None = None
+    """The ``mm_processor_kwargs`` key that carries each request's mode (None: not sent)."""
 
     def __init__(
         self,
@@ -269,7 +277,7 @@ class OpenAIChatEngine(EngineBase):
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._headers = {"Authorization": f"Bearer {api_key}"}
         self._info = self._query_server(model)
-        if mode == PER_REQUEST and not self._info.per_request_mode:
+        if mode == PER_REQUEST and not (self._info.per_request_mode or self.mode_kwarg):
             raise EngineUnavailableError(
                 f"the server at {self.api_base} ({self._info.server}) does not choose the "
                 "resolution mode per request; create the engine with mode=NAME, the mode it "
@@ -347,6 +355,8 @@ class OpenAIChatEngine(EngineBase):
             "messages": [{"role": "user", "content": content}],
             **self._decoding,
         }
+        if self.mode_kwarg is not None and page is not None:
+            body["mm_processor_kwargs"] = {self.mode_kwarg: request.mode}
         if self._info.server == EVALSUITE_SERVER:
             body["evalsuite"] = {
                 "sample_id": request.sample_id,
@@ -382,6 +392,8 @@ class OpenAIChatEngine(EngineBase):
         counted = None
         if page is not None and self._family.count_vision_tokens is not None:
             counted = self._family.count_vision_tokens(page.width, page.height, request.mode)
+        if self.mode_kwarg is not None and self._info.server != EVALSUITE_SERVER:
+            self._check_prompt_tokens(request, page, usage.get("prompt_tokens"))
         return InferenceResult(
             text=text,
             vision_tokens=counted,
@@ -397,6 +409,33 @@ class OpenAIChatEngine(EngineBase):
     def _default_mode(self, model_family: str) -> str:
         """The ``mode`` when none is given: each request's."""
         return PER_REQUEST
+
+    def expected_prompt_tokens(self, request: InferenceRequest, page: EncodedPage | None) -> int:
+        """Prompt tokens of ``request`` as DeepSeek lays it out: BOS, the page's image tokens
+        in the request's mode (none without a page), then the chat text, after a newline when
+        a page precedes it."""
+        text = chat_text(request.prompt)
+        if page is None:
+            return 1 + text_token_count(text)
+        views = FAMILY_VIEWS[self.model_family][request.mode]
+        return 1 + image_token_count(page.width, page.height, views) + text_token_count(
+            "\n" + text
+        )
+
+    def _check_prompt_tokens(
+        self, request: InferenceRequest, page: EncodedPage | None, reported: Any
+    ) -> None:
+        """ValueError unless the server's ``usage.prompt_tokens`` is DeepSeek's layout."""
+        if self.model_family not in FAMILY_VIEWS:
+            return
+        expected = self.expected_prompt_tokens(request, page)
+        if reported != expected:
+            raise ValueError(
+                f"the server's prompt for {request.mode!r} mode has {reported} tokens where "
+                f"DeepSeek's preprocessing gives {expected}: it did not preprocess the page as "
+                "DeepSeek does in that mode (a vLLM without evalsuite's plugin? start it from "
+                "`make vllm-env`, see docs/gpu_nightly.md)"
+            )
 
     def _check_mode(self, mode: str) -> None:
         """ValueError naming the family's modes if ``mode`` is not one of them."""
@@ -544,23 +583,13 @@ class OpenAIChatEngine(EngineBase):
 
 @register_engine("vllm")
 class VllmChatEngine(OpenAIChatEngine):
-    """:class:`OpenAIChatEngine` with vLLM's defaults: the server's mode is the one a stock vLLM
-    serves the family in (``gundam`` for DeepSeek-OCR, ``default`` for DeepSeek-OCR-2; see the
-    module docstring)."""
+    """:class:`OpenAIChatEngine` for a vLLM that runs evalsuite's plugin: every mode of the
+    family, each request's sent in ``mm_processor_kwargs`` and checked against the answer's
+    ``usage.prompt_tokens`` (see the module docstring)."""
 
     name = "vllm"
-    supported_modes: tuple[str, ...] = tuple(
-        family.vllm_mode for family in MODEL_FAMILIES.values() if family.vllm_mode
-    )
-
-    def _default_mode(self, model_family: str) -> str:
-        vllm_mode = MODEL_FAMILIES[model_family].vllm_mode
-        if vllm_mode is None:
-            raise ValueError(
-                f"no known vLLM mode for model_family {model_family!r}: pass mode=NAME, the mode "
-                "the server runs in"
-            )
-        return vllm_mode
+    supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES)
+    mode_kwarg = VLLM_MODE_KWARG
 
 
 def _error_message(raw: bytes) -> str:

@@ -22,7 +22,7 @@ from evalsuite.images import (
     LIMIT_OPTION,
     parse_max_image_pixels,
 )
-from evalsuite.plugin.server import SERVED_MODELS, plan_server
+from evalsuite.plugin.server import SERVED_ENGINES, SERVED_MODELS, plan_server
 
 SERVED_MODEL_DEFAULT = "deepseek-ocr"
 
@@ -280,7 +280,7 @@ def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:
             raise pytest.UsageError(f"--engine: {exc}") from None
         if options.modes is None or kind == "ocr":
             continue
-        valid = _modes_of(name, options.served_model)
+        valid = engine_modes(name, options.served_model)
         wrong = [mode for mode in options.modes if mode not in valid]
         if wrong:
             raise pytest.UsageError(
@@ -298,12 +298,13 @@ def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:
             )
 
 
-def _modes_of(name: str, served_model: str) -> tuple[str, ...]:
-    """The modes engine ``name`` can run; ``vllm``: the one a stock vLLM serves the model in."""
-    if name == "vllm":
-        mode = MODEL_FAMILIES[served_model].vllm_mode
-        if mode is not None:
-            return (mode,)
+def engine_modes(name: str, served_model: str) -> tuple[str, ...]:
+    """The modes engine ``name`` can run; a served engine (``vllm``, ``openai``): the modes of
+    the ``--served-model`` family (the vLLM plugin serves each of them)."""
+    if name in SERVED_ENGINES:
+        modes = MODEL_FAMILIES[served_model].modes
+        if modes is not None:
+            return modes
     return supported_modes(name)
 
 

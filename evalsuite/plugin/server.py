@@ -4,7 +4,12 @@
 ``--api-base URL`` names a running server. Otherwise, when the run has a served engine to run,
 the controlling pytest process (the only one, or xdist's controller) starts one before any test
 and stops it at the end, so every xdist worker shares one server per machine: by default
-``vllm serve`` with the flags of vLLM's DeepSeek-OCR recipe, or the ``--server-command``. It waits
+``vllm serve`` (:data:`VLLM_COMMAND`) from the pinned environment ``.venv-vllm`` that ``make
+vllm-env`` builds, else the ``vllm`` on PATH, with evalsuite's vLLM plugin
+(:mod:`evalsuite.vllm_plugin`: every DeepSeek-OCR mode per request, DeepSeek's preprocessing,
+the n-gram processor for Model Runner V2, the runner pinned in :data:`SERVER_ENVIRONMENT`);
+or the ``--server-command``. Before starting vLLM the run reads its version and checks that the
+plugin is installed beside it (:func:`vllm_environment`). It waits
 for ``GET /health`` until ``--server-timeout``; a server that exits or stays unhealthy is an error
 naming the command and showing the last lines of its log (``<run dir>/server.log``), and every
 test of a served engine then errors with that one line.
@@ -26,6 +31,13 @@ from pathlib import Path
 
 from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
 from evalsuite.errors import EngineUnavailableError
+from evalsuite.vllm_plugin import (
+    ARCHITECTURES,
+    NGRAM_PROCESSOR,
+    PLUGIN_NAME,
+    SERVER_ENVIRONMENT,
+    VLLM_VERSION,
+)
 
 SERVED_ENGINES = ("vllm", "openai")
 SERVED_MODELS: dict[str, tuple[str, str | None]] = {
@@ -38,12 +50,17 @@ SERVED_MODELS: dict[str, tuple[str, str | None]] = {
 """``--served-model`` values: the model family, its hub id for vLLM, and the environment
 variable naming a local copy of that checkpoint."""
 VLLM_COMMAND = (
-    "vllm serve {model} --host 127.0.0.1 --port {port} --served-model-name {name} "
-    "--logits-processors vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor "
+    "{vllm} serve {model} --host 127.0.0.1 --port {port} --served-model-name {name} "
+    "--hf-overrides {overrides} --logits-processors " + NGRAM_PROCESSOR + " "
     "--no-enable-prefix-caching --mm-processor-cache-gb 0 --trust-remote-code"
 )
-"""vLLM's DeepSeek-OCR recipe: the n-gram anti-repetition logits processor (its arguments come
-with each request), no prefix caching and no multimodal processor cache."""
+"""vLLM's DeepSeek-OCR recipe with evalsuite's plugin: the plugin's architecture for the served
+family (``--hf-overrides``, so a vLLM without the plugin refuses to start), its V2 n-gram
+logits processor (arguments come with each request), no prefix caching and no multimodal
+processor cache. ``{vllm}`` is :func:`vllm_executable`'s answer."""
+VLLM_ENV_DIR = ".venv-vllm"
+"""The pinned vLLM environment ``make vllm-env`` builds in the checkout."""
+INSTALL_HINT = "run `make vllm-env` in the evalsuite checkout (docs/gpu_nightly.md)"
 LOG_TAIL_LINES = 50
 POLL_INTERVAL_S = 0.5
 
@@ -74,25 +91,95 @@ def model_argument(served_model: str, model_path: str | None) -> str:
     return model_path or (os.environ.get(env_var) if env_var else None) or repo_id
 
 
+def vllm_executable(root: Path | None = None) -> str:
+    """The ``vllm`` to start: ``$EVALSUITE_VLLM`` when set, else ``<root>/.venv-vllm/bin/vllm``
+    when the pinned environment exists (``root``: the checkout, default the current folder),
+    else ``vllm`` (from PATH)."""
+    if os.environ.get("EVALSUITE_VLLM"):
+        return os.environ["EVALSUITE_VLLM"]
+    pinned = (root or Path.cwd()) / VLLM_ENV_DIR / "bin" / "vllm"
+    return str(pinned) if pinned.is_file() else "vllm"
+
+
+@dataclass(frozen=True)
+class VllmEnvironment:
+    """What a ``vllm`` executable runs with: its Python, vLLM's version and whether evalsuite's
+    plugin is registered there (entry point ``vllm.general_plugins: evalsuite``)."""
+
+    executable: str
+    python: str
+    version: str
+    plugin: bool
+
+    def describe(self) -> str:
+        pin = "" if self.version == VLLM_VERSION else f", not the pinned {VLLM_VERSION}"
+        plugin = "evalsuite plugin" if self.plugin else "no evalsuite plugin"
+        return f"vLLM {self.version} ({self.executable}; {plugin}{pin})"
+
+
+_PROBE = (
+    "import importlib.metadata as m, json; "
+    "print(json.dumps([m.version('vllm'), "
+    f"any(e.name == {PLUGIN_NAME!r} for e in m.entry_points(group='vllm.general_plugins'))]))"
+)
+
+
+def vllm_environment(executable: str) -> VllmEnvironment:
+    """Read (without importing vLLM) the version and plugin of the environment of
+    ``executable`` (a path, or a name looked up on PATH); ServerStartError when there is no
+    such vLLM."""
+    import json
+    import shutil
+
+    found = shutil.which(executable)
+    if found is None:
+        raise ServerStartError(
+            f"cannot start the model server: no `{executable}` found; {INSTALL_HINT}, or pass "
+            "--server-command CMD or --api-base URL"
+        )
+    python = Path(found).parent / "python"
+    try:
+        answer = subprocess.run(
+            [str(python), "-c", _PROBE], capture_output=True, text=True, timeout=60, check=True
+        )
+        version, plugin = json.loads(answer.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise ServerStartError(
+            f"cannot read the vLLM installation of `{found}` with {python} ({exc}); {INSTALL_HINT}"
+        ) from None
+    return VllmEnvironment(found, str(python), str(version), bool(plugin))
+
+
 def plan_server(
-    command: str | None, served_model: str, model_path: str | None, timeout_s: float
+    command: str | None,
+    served_model: str,
+    model_path: str | None,
+    timeout_s: float,
+    *,
+    vllm: str = "vllm",
 ) -> ServerPlan:
-    """The plan for ``--server-command`` (default :data:`VLLM_COMMAND`); ``{model}`` and
-    ``{name}`` (the served model's name, e.g. ``deepseek-ocr``) and ``{python}`` (this Python,
-    e.g. for ``{python} -m evalsuite serve ...``) are filled in now."""
+    """The plan for ``--server-command`` (default :data:`VLLM_COMMAND`); ``{model}``,
+    ``{name}`` (the served model's name, e.g. ``deepseek-ocr``), ``{python}`` (this Python,
+    e.g. for ``{python} -m evalsuite serve ...``), ``{vllm}`` (``vllm``: the executable) and
+    ``{overrides}`` (the plugin's architecture as ``--hf-overrides`` JSON) are filled in now."""
+    import json
+
     model = model_argument(served_model, model_path)
     template = command or VLLM_COMMAND
+    overrides = json.dumps({"architectures": [ARCHITECTURES[served_model]]})
     try:
         filled = template.format(
             model=shlex.quote(model),
             name=served_model,
             python=shlex.quote(sys.executable),
+            vllm=shlex.quote(vllm),
+            overrides=shlex.quote(overrides),
             port="{port}",
         )
     except (KeyError, IndexError, ValueError) as exc:
         raise ValueError(
             f"--server-command {template!r}: unknown placeholder {exc}; use {{port}}, {{model}}, "
-            "{name}, {python}"
+            "{name}, {python}, {vllm}, {overrides}"
         ) from None
     if "{port}" not in filled:
         raise ValueError(f"--server-command {template!r} must contain {{port}}")
@@ -140,6 +227,7 @@ def start_server(plan: ServerPlan, log_path: Path) -> RunningServer:
         try:
             process = subprocess.Popen(
                 shlex.split(command),
+                env={**os.environ, **SERVER_ENVIRONMENT},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -147,8 +235,8 @@ def start_server(plan: ServerPlan, log_path: Path) -> RunningServer:
             )
         except OSError as exc:
             raise ServerStartError(
-                f"cannot start the model server `{command}`: {exc} (install vLLM >= 0.12 and put "
-                "its `vllm` on PATH, or pass --server-command CMD or --api-base URL)"
+                f"cannot start the model server `{command}`: {exc} ({INSTALL_HINT}, or pass "
+                "--server-command CMD or --api-base URL)"
             ) from None
     server = RunningServer(f"http://127.0.0.1:{port}/v1", process, log_path, command)
     deadline = time.monotonic() + plan.timeout_s
