@@ -85,7 +85,7 @@ $(VLLM_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin
 
 # The plugin inside the pinned vLLM, on CPU: preprocessing against the reference, the entry point,
 # the server command and its logits processor, a negative control (CI runs this after make test).
-test-vllm: setup vllm-env
+test-vllm: vllm-env
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VLLM_VENV)/bin/python -m pytest -p no:evalsuite.pytest_plugin \
 		-c tests/vllm/pytest.ini tests/vllm -q
 

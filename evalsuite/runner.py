@@ -106,8 +106,9 @@ Scorer = Callable[[Sample, InferenceResult], "Mapping[str, Score] | Scored"]
 
 
 class ResultCache:
-    """Engine results of one session by request content (engine, image bytes, prompt, mode;
-    plus the request's replay key for engines whose output depends on it, like replay)."""
+    """Engine results of one session by request content (engine, image bytes, prompt, mode,
+    anti-repetition setting; plus the request's replay key for engines whose output depends on
+    it, like replay)."""
 
     def __init__(self) -> None:
         self._results: dict[str, InferenceResult] = {}
@@ -120,6 +121,8 @@ class ResultCache:
             "prompt": request.prompt,
             "mode": request.mode,
         }
+        if request.anti_repetition is not None:
+            identity["anti_repetition"] = request.anti_repetition.as_dict()
         if getattr(engine, "keyed_outputs", False):
             identity["key"] = request.replay_key()
         text = json.dumps(identity, sort_keys=True, default=str)
@@ -136,10 +139,11 @@ class ResultCache:
 @dataclass(frozen=True)
 class Inferred:
     """Results in request order, and how many requests went to the engine (the rest came from
-    the cache or repeated a request of the same call)."""
+    the cache or repeated a request of the same call), in all and per mode."""
 
     results: list[InferenceResult]
     model_calls: int
+    calls_by_mode: Mapping[str, int] = field(default_factory=dict)
 
 
 def infer_all(
@@ -177,7 +181,10 @@ def infer_all(
     ]
     if record_reused is not None and reused:
         record_reused(reused)
-    return Inferred([results[key] for key in keys], len(pending))
+    by_mode: dict[str, int] = {}
+    for request in pending.values():
+        by_mode[request.mode] = by_mode.get(request.mode, 0) + 1
+    return Inferred([results[key] for key in keys], len(pending), by_mode)
 
 
 def infer_batch_isolating_failures(
@@ -296,7 +303,8 @@ def run_benchmark(
 ) -> BenchmarkRecord:
     """Infer, score and aggregate: the whole of one benchmark x engine x data x parameter.
 
-    ``params["model_calls"]`` of the record counts the requests that reached the engine.
+    ``params["model_calls"]`` of the record counts the requests that reached the engine,
+    ``params["model_calls_by_mode"]`` the same per request mode.
     """
     all_specs = with_output_health(specs)
     inferred = infer_all(
@@ -310,5 +318,9 @@ def run_benchmark(
         data=data,
         metrics=aggregate(records, all_specs),
         samples=records,
-        params={**dict(params or {}), "model_calls": inferred.model_calls},
+        params={
+            **dict(params or {}),
+            "model_calls": inferred.model_calls,
+            "model_calls_by_mode": dict(inferred.calls_by_mode),
+        },
     )

@@ -9,9 +9,13 @@ import subprocess
 
 import pytest
 
+from evalsuite.benchmarks import all_benchmarks
 from evalsuite.golden import GoldenStore
 from evalsuite.records.results import read_results
 from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
+
+STAND_IN = "evalsuite.perf.serving:fixed_latency_engine --engine-option latency_s=0"
+"""An engine for ``evalsuite serve`` that answers any mode at once (no model)."""
 
 
 def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path):
@@ -26,6 +30,46 @@ def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path
     last = done.stdout.strip().splitlines()[-1]
     assert "error" in last and "passed" not in last and "skipped" not in last
     assert "gated no metric" in done.stdout
+
+
+def test_gpu_collects_each_benchmark_in_its_own_default_modes():
+    """``pytest benches --gpu --collect-only``: with evalsuite's vLLM plugin every benchmark
+    runs in its own modes (Fox in all five, the studies in small), not in one server mode."""
+    done = run_pytest("benches", "--gpu", "--collect-only", "-q")
+    assert done.returncode == 0, done.stdout[-3000:]
+    collected: dict[str, set[str]] = {}
+    for line in done.stdout.splitlines():
+        found = re.fullmatch(r"benches/test_(\w+)\.py::\w+\[vllm-(\w+)-[^\]]+\]", line)
+        if found:
+            collected.setdefault(found[1], set()).add(found[2])
+    expected = {b.name: set(b.default_modes) for b in all_benchmarks() if b.name != "pages"}
+    assert collected == expected
+    assert collected["fox"] == {"tiny", "small", "base", "large", "gundam"}
+    assert collected["render_configs"] == {"small"}
+    two = run_pytest("benches", "--gpu", "--collect-only", "-q", "--served-model",
+                     "deepseek-ocr-2")
+    assert "[vllm-default-" in two.stdout and "[vllm-small-" not in two.stdout
+
+
+def test_text_condition_blank_image_goes_in_tiny_through_a_started_server(tmp_path):
+    """A --gpu run against a started server (a stand-in engine behind ``evalsuite serve``):
+    the QA studies' text condition sends its blank image in tiny, the vision condition in the
+    test's mode, and the summary counts the calls per mode."""
+    shutil.copytree(REPO / "golden", tmp_path / "golden")
+    done = run_pytest(
+        "benches/test_quality.py", "benches/test_render_configs.py", "-k", "qa or quality",
+        "--gpu", "--golden-dir", tmp_path / "golden", "--report-dir", tmp_path / "reports",
+        "--server-command", f"{{python}} -m evalsuite serve --engine {STAND_IN} --port {{port}}",
+    )
+    assert "no golden entry" in done.stdout, done.stdout[-3000:]
+    run = read_results(next((tmp_path / "reports").glob("*/results.json")))
+    for record in run.records:
+        calls = record.params["model_calls_by_mode"]
+        allowed = {"tiny"} if "condition=text" in record.parameter else {"small"}
+        assert set(calls) <= allowed, (record.parameter, calls)
+    quality = next(r for r in run.records if r.benchmark == "quality")
+    assert quality.params["model_calls_by_mode"]["tiny"] > 0
+    assert re.search(r"model calls: \d+ \(small \d+, tiny \d+\)", done.stdout)
 
 
 def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
@@ -51,7 +95,7 @@ def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
         (["--modes", "huge"], "--modes: unknown mode(s) huge; DeepSeek-OCR modes: tiny, small"),
         (["--engine", "tiny-deepseek-ocr-2", "--modes", "small"],
          "small not a mode of engine 'tiny-deepseek-ocr-2'; its modes: default, global"),
-        # a stock vLLM serves one mode per model, so --gpu takes only that one
+        # with evalsuite's vLLM plugin --gpu takes every mode of the served family
         (["--gpu", "--modes", "huge"],
          "huge not a mode of engine 'vllm'; its modes: tiny, small, base, large, gundam"),
         (["--gpu", "--served-model", "deepseek-ocr-2", "--modes", "gundam"],

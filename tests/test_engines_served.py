@@ -422,3 +422,27 @@ def test_infer_batch_works_under_a_running_event_loop(page) -> None:
     with running(FakeOpenAIServer()) as fake:
         results = asyncio.run(caller(vllm_engine(fake)))
     assert [r.text for r in results] == ["Free OCR."[::-1], "b"]
+
+
+def test_the_benchmarks_anti_repetition_setting_is_sent_and_recorded(page) -> None:
+    from dataclasses import replace
+
+    from evalsuite.engines.base import DOCUMENT_EVALUATION_NGRAM
+    from evalsuite.runner import ResultCache
+
+    with running(FakeOpenAIServer()) as fake:
+        engine = vllm_engine(fake)
+        plain = request(page, sample_id="plain")
+        evaluation = replace(request(page, sample_id="eval"),
+                             anti_repetition=DOCUMENT_EVALUATION_NGRAM)
+        default, chosen = engine.infer_batch([plain, evaluation])
+        off = vllm_engine(fake, ngram_size=None).infer(evaluation)
+    sent = {body["vllm_xargs"]["ngram_size"]: body["vllm_xargs"] for body in fake.bodies[:2]}
+    assert sent[30]["window_size"] == 90 and sent[40]["window_size"] == 90
+    assert sent[40]["whitelist_token_ids"] == list(TABLE_CELL_TOKEN_IDS)
+    assert chosen.settings["vllm_xargs"]["ngram_size"] == 40
+    assert "run_dpsk_ocr_eval_batch.py" in chosen.settings["anti_repetition_source"]
+    assert default.settings["vllm_xargs"]["ngram_size"] == 30
+    assert "vllm_xargs" not in fake.bodies[2] and off.error is None
+    # two settings never share a cached answer
+    assert ResultCache.key("l", engine, plain) != ResultCache.key("l", engine, evaluation)

@@ -24,6 +24,7 @@ from typing import Any
 
 from evalsuite.datasets import data_identity
 from evalsuite.datasets.fetch import FetchSpec
+from evalsuite.engines.base import DOCUMENT_EVALUATION_NGRAM, AntiRepetition
 from evalsuite.errors import UnknownBenchmarkError
 from evalsuite.runner import MetricSpec, with_output_health
 
@@ -108,7 +109,9 @@ class Benchmark:
     ``--gpu``, ``gpu_engines`` with it; ``default_modes`` apply to engines that have modes;
     ``needs_vlm`` marks question answering that OCR-only engines cannot do; ``order`` places it
     on the dashboard; ``sample_caps`` limits the samples per engine by default (``--max-samples``
-    overrides); ``metrics`` are its metric specs (direction, range), which reports read.
+    overrides); ``metrics`` are its metric specs (direction, range), which reports read;
+    ``anti_repetition`` is the n-gram setting served engines send with its requests (default:
+    the one DeepSeek evaluated pages with; questions and continuation use the vLLM recipe's).
     """
 
     name: str
@@ -124,6 +127,7 @@ class Benchmark:
         default_factory=lambda: MappingProxyType({"tiny-deepseek-ocr-2": 4})
     )
     metrics: tuple[MetricSpec, ...] = ()
+    anti_repetition: AntiRepetition = DOCUMENT_EVALUATION_NGRAM
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():

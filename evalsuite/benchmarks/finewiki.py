@@ -10,7 +10,7 @@ from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
 from evalsuite.datasets.fetch import HubRows
 from evalsuite.datasets.finewiki import WikiArticle, load_finewiki
-from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.engines.base import RECIPE_NGRAM, InferenceRequest, InferenceResult
 from evalsuite.metrics.qa import first_word_match, word_overlap
 from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
 from evalsuite.render import PRESETS, page_image
@@ -61,6 +61,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tiny-deepseek-ocr-2",),
         default_modes=("small",),
+        anti_repetition=RECIPE_NGRAM,
         needs_vlm=True,
         order=40,
         metrics=METRICS,

@@ -12,7 +12,7 @@ from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores
 from evalsuite.datasets.fetch import GitHubFiles
 from evalsuite.datasets.quality import QualityArticle, load_quality, quality_files
-from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.engines.base import RECIPE_NGRAM, InferenceRequest, InferenceResult
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.metrics.qa import parse_choice
 from evalsuite.prompts import (
@@ -67,6 +67,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tiny-deepseek-ocr-2",),
         default_modes=("small",),
+        anti_repetition=RECIPE_NGRAM,
         needs_vlm=True,
         order=30,
         metrics=METRICS,

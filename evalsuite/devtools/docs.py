@@ -27,13 +27,15 @@ def _codes(names: Iterable[str]) -> str:
 def benchmark_table(benchmarks: Sequence[Benchmark]) -> str:
     """A Markdown table: marker, what it measures, CPU and GPU engines, default modes, data."""
     lines = [
-        "| marker | what it measures | CPU engines | GPU engines | modes | data sources |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| marker | what it measures | CPU engines | GPU engines | modes | n-gram / window "
+        "| data sources |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for benchmark in sorted(benchmarks, key=lambda b: (b.order, b.name)):
         lines.append(
             f"| `{benchmark.name}` | {benchmark.description} | {_codes(benchmark.cpu_engines)} "
             f"| {_codes(benchmark.gpu_engines)} | {_codes(benchmark.default_modes)} "
+            f"| {benchmark.anti_repetition.ngram_size} / {benchmark.anti_repetition.window_size} "
             f"| {_codes(source.name for source in benchmark.sources)} |"
         )
     return "\n".join(lines)

@@ -26,6 +26,31 @@ OCR_MODE = "native"
 
 
 @dataclass(frozen=True)
+class AntiRepetition:
+    """DeepSeek-OCR's n-gram anti-repetition setting for a served engine: an output token that
+    would repeat an ``ngram_size``-gram seen among the last ``window_size`` output tokens is
+    banned (:mod:`evalsuite.vllm_plugin.ngram`); ``source`` names the DeepSeek script that uses
+    these values."""
+
+    ngram_size: int
+    window_size: int
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ngram_size": self.ngram_size, "window_size": self.window_size,
+                "source": self.source}
+
+
+DOCUMENT_EVALUATION_NGRAM = AntiRepetition(
+    40, 90, "DeepSeek-OCR's run_dpsk_ocr_eval_batch.py (its benchmark evaluation)"
+)
+"""What DeepSeek used to evaluate page OCR and document parsing through vLLM."""
+RECIPE_NGRAM = AntiRepetition(30, 90, "vLLM's DeepSeek-OCR recipe (vllm-project/recipes)")
+"""The general-purpose default of vLLM's recipe, for tasks DeepSeek did not evaluate
+(questions, continuation)."""
+
+
+@dataclass(frozen=True)
 class InferenceRequest:
     """One unit of work for an engine.
 
@@ -40,6 +65,9 @@ class InferenceRequest:
     mode: str
     sample_id: str
     key: Mapping[str, Any] = field(default_factory=dict)
+    anti_repetition: AntiRepetition | None = None
+    """The benchmark's n-gram setting (served engines send it; None: the engine's own).
+    Not part of :meth:`replay_key`: a recording answers whatever the decoding."""
 
     @cached_property
     def image_sha256(self) -> str | None:

@@ -3,13 +3,12 @@
 Each request is one ``POST {api_base}/chat/completions``: a user message holding the page as a
 PNG data URL (an ``image_url`` part; none for a text-only request) and the prompt text, with
 ``temperature=0``, ``max_tokens`` (8192; see below), ``skip_special_tokens=False`` and
-DeepSeek-OCR's anti-repetition settings as ``vllm_xargs`` (``ngram_size=30``, ``window_size=90``,
-``whitelist_token_ids=[128821, 128822]``, the ids of ``<td>`` and ``</td>``), exactly as vLLM's
-recipes pass them (vllm-project/recipes ``DeepSeek/DeepSeek-OCR.md``, ``DeepSeek-OCR-2.md``).
-The server applies them only when it was started with
-``--logits_processors vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor``,
-which reads ``ngram_size``, ``window_size`` and ``whitelist_token_ids`` from the request's
-``extra_args`` (``vllm/model_executor/models/deepseek_ocr.py``).
+DeepSeek-OCR's anti-repetition settings as ``vllm_xargs``: the request's benchmark setting
+(:class:`~evalsuite.engines.base.AntiRepetition`; without one the recipe's ``ngram_size=30``,
+``window_size=90``) and ``whitelist_token_ids=[128821, 128822]``, the ids of ``<td>`` and
+``</td>``, as vLLM's recipes pass them (vllm-project/recipes ``DeepSeek/DeepSeek-OCR.md``). The
+server applies them with the n-gram logits processor it was started with (evalsuite's plugin:
+:mod:`evalsuite.vllm_plugin.ngram`), which reads them from the request's ``extra_args``.
 
 What vLLM does with the request (read in vLLM 0.33.0's source):
 
@@ -281,8 +280,8 @@ class OpenAIChatEngine(EngineBase):
             raise EngineUnavailableError(
                 f"the server at {self.api_base} ({self._info.server}) does not choose the "
                 "resolution mode per request; create the engine with mode=NAME, the mode it "
-                "serves (a stock vLLM serves DeepSeek-OCR in 'gundam' only, DeepSeek-OCR-2 in "
-                "'default'; pytest's --engine vllm does this by itself)"
+                "serves, or use the vllm engine with a vLLM running evalsuite's plugin "
+                "(`make vllm-env`)"
             )
         if mode != PER_REQUEST:
             self.supported_modes = (mode,)
@@ -353,7 +352,7 @@ class OpenAIChatEngine(EngineBase):
         body: dict[str, Any] = {
             "model": self._info.model,
             "messages": [{"role": "user", "content": content}],
-            **self._decoding,
+            **self.request_decoding(request),
         }
         if self.mode_kwarg is not None and page is not None:
             body["mm_processor_kwargs"] = {self.mode_kwarg: request.mode}
@@ -400,11 +399,26 @@ class OpenAIChatEngine(EngineBase):
             output_tokens=output_tokens if isinstance(output_tokens, int) else None,
             settings={
                 **self._settings,
+                **self.request_decoding(request),
                 "mode": request.mode,
                 "finish_reason": choice.get("finish_reason"),
                 **extra,
             },
         )
+
+    def request_decoding(self, request: InferenceRequest) -> dict[str, Any]:
+        """The decoding fields of ``request``'s body: the engine's, with the request's
+        anti-repetition setting (its benchmark's) in ``vllm_xargs`` when it has one and the
+        engine sends the n-gram rule at all (``ngram_size`` not None)."""
+        setting = request.anti_repetition
+        if setting is None or "vllm_xargs" not in self._decoding:
+            return self._decoding
+        xargs = {
+            **self._decoding["vllm_xargs"],
+            "ngram_size": setting.ngram_size,
+            "window_size": setting.window_size,
+        }
+        return {**self._decoding, "vllm_xargs": xargs, "anti_repetition_source": setting.source}
 
     def _default_mode(self, model_family: str) -> str:
         """The ``mode`` when none is given: each request's."""
@@ -461,9 +475,7 @@ class OpenAIChatEngine(EngineBase):
             raise EngineUnavailableError(
                 f"no OpenAI-compatible server answers at {self.api_base} "
                 f"({type(exc).__name__}: {exc}); start one (`evalsuite serve --engine NAME`, or "
-                "`vllm serve deepseek-ai/DeepSeek-OCR --logits_processors "
-                "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor`) or pass "
-                "the right --api-base"
+                "vLLM with evalsuite's plugin: docs/gpu_nightly.md) or pass the right --api-base"
             ) from None
         try:
             if status != 200:

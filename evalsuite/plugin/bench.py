@@ -73,8 +73,8 @@ class Bench:
     def condition_mode(self, condition: str) -> str:
         """The mode of a context-QA condition's requests: in a DeepSeek-OCR mode, the text
         condition's blank image goes in :data:`~evalsuite.prompts.TEXT_CONDITION_MODE`, as the
-        study sent it, where the engine has that mode (DeepSeek-OCR, replay; not a vLLM server
-        fixed to gundam); otherwise, and for the vision condition, the test's mode."""
+        study sent it, where the engine has that mode (DeepSeek-OCR, replay, vLLM with
+        evalsuite's plugin); otherwise, and for the vision condition, the test's mode."""
         if (
             condition == TEXT
             and self.mode in MODES
@@ -173,10 +173,14 @@ class Bench:
         return _or_fail_in_one_line(lambda: self.session.golden.load(self.golden_name))
 
     def _keyed(self, sample: Sample) -> Sample:
-        """``sample`` with the data source in its request's key: two sources may number their
-        samples alike (``0/line000``), and a recording of one must not be served for the other."""
+        """``sample`` with the data source in its request's key (two sources may number their
+        samples alike, ``0/line000``, and a recording of one must not be served for the other)
+        and the benchmark's anti-repetition setting."""
         key = {**sample.request.key, "data": self.data_id}
-        return replace(sample, request=replace(sample.request, key=key))
+        request = replace(
+            sample.request, key=key, anti_repetition=self.benchmark.anti_repetition
+        )
+        return replace(sample, request=request)
 
     def _update(
         self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]

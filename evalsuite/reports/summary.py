@@ -121,7 +121,13 @@ def gated_lines(run: RunResults) -> list[str]:
             f" ({statuses or 'no gate'}; {counts['errors']} sample errors)"
         )
     calls = run.metadata.model_calls
-    lines.append(f"model calls: {MISSING if calls is None else calls}")
+    by_mode: dict[str, int] = defaultdict(int)
+    for record in run.records:
+        for mode, count in record.params.get("model_calls_by_mode", {}).items():
+            by_mode[mode] += count
+    per_mode = ", ".join(f"{mode} {count}" for mode, count in sorted(by_mode.items()) if count)
+    total = MISSING if calls is None else calls
+    lines.append(f"model calls: {total}" + (f" ({per_mode})" if per_mode else ""))
     return lines
 
 
