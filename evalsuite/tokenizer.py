@@ -84,6 +84,18 @@ def deepseek_ocr_fast_tokenizer() -> Any:
     )
 
 
+def write_deepseek_ocr_tokenizer(folder: str | os.PathLike[str]) -> Path:
+    """Write the packaged ``tokenizer.json`` and ``tokenizer_config.json`` into ``folder`` (made
+    if missing), as a DeepSeek-OCR checkpoint folder holds them; returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_text(_tokenizer_json(), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(
+        _package_file("tokenizer_config.json"), encoding="utf-8"
+    )
+    return folder
+
+
 def checkpoint_tokenizer(model_path: str | os.PathLike[str]) -> Tokenizer:
     """The ``tokenizer.json`` of checkpoint folder ``model_path``, loaded once per folder.
 

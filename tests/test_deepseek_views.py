@@ -24,16 +24,11 @@ from evalsuite.engines.deepseek_views import (
 )
 from evalsuite.tokenizer import deepseek_ocr_tokenizer
 from evalsuite.tokens import vision_tokens
+from tests.synthetic_pages import synthetic_page
 
 REFERENCE = Path(__file__).parent / "fixtures" / "deepseek_reference" / "official_preprocess.json"
 OFFICIAL = json.loads(REFERENCE.read_text(encoding="utf-8"))
 IMAGE_TOKEN_ID = 128815
-
-
-def synthetic_page(width: int, height: int) -> Image.Image:
-    """The fixture's page generator (its ``generator`` field), reproduced."""
-    rng = np.random.default_rng(width * 100_003 + height)
-    return Image.fromarray(rng.integers(0, 256, size=(height, width, 3), dtype=np.uint8), "RGB")
 
 
 def _sha256(array: np.ndarray) -> str:

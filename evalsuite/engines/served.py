@@ -424,7 +424,7 @@ class OpenAIChatEngine(EngineBase):
         """The ``mode`` when none is given: each request's."""
         return PER_REQUEST
 
-    def expected_prompt_tokens(self, request: InferenceRequest, page: EncodedPage | None) -> int:
+    def _expected_prompt_tokens(self, request: InferenceRequest, page: EncodedPage | None) -> int:
         """Prompt tokens of ``request`` as DeepSeek lays it out: BOS, the page's image tokens
         in the request's mode (none without a page), then the chat text, after a newline when
         a page precedes it."""
@@ -442,7 +442,7 @@ class OpenAIChatEngine(EngineBase):
         """ValueError unless the server's ``usage.prompt_tokens`` is DeepSeek's layout."""
         if self.model_family not in FAMILY_VIEWS:
             return
-        expected = self.expected_prompt_tokens(request, page)
+        expected = self._expected_prompt_tokens(request, page)
         if reported != expected:
             raise ValueError(
                 f"the server's prompt for {request.mode!r} mode has {reported} tokens where "

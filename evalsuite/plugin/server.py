@@ -18,8 +18,10 @@ test of a served engine then errors with that one line.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -103,11 +105,10 @@ def vllm_executable(root: Path | None = None) -> str:
 
 @dataclass(frozen=True)
 class VllmEnvironment:
-    """What a ``vllm`` executable runs with: its Python, vLLM's version and whether evalsuite's
-    plugin is registered there (entry point ``vllm.general_plugins: evalsuite``)."""
+    """What a ``vllm`` executable runs with: vLLM's version and whether evalsuite's plugin is
+    registered there (entry point ``vllm.general_plugins: evalsuite``)."""
 
     executable: str
-    python: str
     version: str
     plugin: bool
 
@@ -126,11 +127,8 @@ _PROBE = (
 
 def vllm_environment(executable: str) -> VllmEnvironment:
     """Read (without importing vLLM) the version and plugin of the environment of
-    ``executable`` (a path, or a name looked up on PATH); ServerStartError when there is no
-    such vLLM."""
-    import json
-    import shutil
-
+    ``executable`` (a path, or a name looked up on PATH), with the Python beside it;
+    ServerStartError when there is no such vLLM."""
     found = shutil.which(executable)
     if found is None:
         raise ServerStartError(
@@ -147,7 +145,7 @@ def vllm_environment(executable: str) -> VllmEnvironment:
         raise ServerStartError(
             f"cannot read the vLLM installation of `{found}` with {python} ({exc}); {INSTALL_HINT}"
         ) from None
-    return VllmEnvironment(found, str(python), str(version), bool(plugin))
+    return VllmEnvironment(found, str(version), bool(plugin))
 
 
 def plan_server(
@@ -162,8 +160,6 @@ def plan_server(
     ``{name}`` (the served model's name, e.g. ``deepseek-ocr``), ``{python}`` (this Python,
     e.g. for ``{python} -m evalsuite serve ...``), ``{vllm}`` (``vllm``: the executable) and
     ``{overrides}`` (the plugin's architecture as ``--hf-overrides`` JSON) are filled in now."""
-    import json
-
     model = model_argument(served_model, model_path)
     template = command or VLLM_COMMAND
     overrides = json.dumps({"architectures": [ARCHITECTURES[served_model]]})

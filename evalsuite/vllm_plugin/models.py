@@ -55,9 +55,10 @@ DEFAULT_MODES = {"deepseek-ocr": "gundam", "deepseek-ocr-2": "default"}
 ``infer()``'s preprocessing."""
 
 
-def request_settings(family: str, kwargs: Mapping[str, object]) -> ViewSettings:
-    """The view settings of a request's ``mm_processor_kwargs`` (ValueError for a bad mode)."""
-    mode = kwargs.get(MODE_KWARG) or DEFAULT_MODES[family]
+def mode_views(family: str, mode: object) -> ViewSettings:
+    """The view settings of a request's mode (its ``mm_processor_kwargs[MODE_KWARG]``; None:
+    the family's default); ValueError for a bad mode."""
+    mode = mode or DEFAULT_MODES[family]
     if not isinstance(mode, str):
         raise ValueError(f"mm_processor_kwargs[{MODE_KWARG!r}] must be a mode name, got {mode!r}")
     return view_settings(family, mode)
@@ -83,7 +84,7 @@ class ModeProcessor(DeepseekOCRProcessor):
     def __call__(  # type: ignore[override]
         self, *, prompt: str, images: list[Any], mode: str | None = None, **kwargs: object
     ) -> BatchFeature:
-        settings = request_settings(self.family, {MODE_KWARG: mode})
+        settings = mode_views(self.family, mode)
         return self.process_views(prompt, images, settings)
 
     def process_views(
@@ -149,7 +150,7 @@ class _ModeInfo:
     def get_num_image_tokens(  # type: ignore[override]
         self, *, image_width: int, image_height: int, mode: str | None = None, **_: object
     ) -> int:
-        settings = request_settings(self.family, {MODE_KWARG: mode})
+        settings = mode_views(self.family, mode)
         return image_token_count(image_width, image_height, settings)
 
     def get_image_size_with_most_features(self) -> ImageSize:
@@ -176,7 +177,7 @@ class _ModeMultiModalProcessor:
         out_mm_kwargs: Any,
     ) -> Sequence[PromptUpdate]:
         info = self.info  # type: ignore[attr-defined]
-        settings = request_settings(info.family, hf_processor_mm_kwargs)
+        settings = mode_views(info.family, hf_processor_mm_kwargs.get(MODE_KWARG))
         image_token_id = info.get_hf_processor().image_token_id
         images = mm_items.get_items("image", ImageProcessorItems)
 

@@ -9,11 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from PIL import Image
 
-from evalsuite.tokenizer import _package_file, _tokenizer_json
+from evalsuite.tokenizer import write_deepseek_ocr_tokenizer
 
 LANGUAGE_CONFIG: dict[str, Any] = {
     "architectures": ["DeepseekV2ForCausalLM"], "bos_token_id": 0, "eos_token_id": 1,
@@ -48,12 +46,8 @@ def checkpoint_config(architecture: str) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint folder with config.json and DeepSeek-OCR's tokenizer, and no weights."""
-    folder = tmp_path_factory.mktemp("deepseek-ocr")
+    folder = write_deepseek_ocr_tokenizer(tmp_path_factory.mktemp("deepseek-ocr"))
     (folder / "config.json").write_text(json.dumps(checkpoint_config("DeepseekOCRForCausalLM")))
-    (folder / "tokenizer.json").write_text(_tokenizer_json(), encoding="utf-8")
-    (folder / "tokenizer_config.json").write_text(
-        _package_file("tokenizer_config.json"), encoding="utf-8"
-    )
     return folder
 
 
@@ -81,9 +75,3 @@ def make_renderer(checkpoint: Path) -> Callable[[str | None], Any]:
         return made[architecture]
 
     return make
-
-
-def synthetic_page(width: int, height: int) -> Image.Image:
-    """Noise pages (every pixel matters to a resize), as the official reference cases use."""
-    rng = np.random.default_rng(width * 100_003 + height)
-    return Image.fromarray(rng.integers(0, 256, size=(height, width, 3), dtype=np.uint8), "RGB")

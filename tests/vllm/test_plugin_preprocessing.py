@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import synthetic_page
 from evalsuite.engines.deepseek_views import DEEPSEEK_OCR_VIEWS, normalized, page_views
 from evalsuite.tokenizer import deepseek_ocr_tokenizer
 from evalsuite.vllm_plugin import ARCHITECTURES, MODE_KWARG
+from tests.synthetic_pages import synthetic_page
 
 IMAGE_TOKEN_ID = 128815
 BOUNDARIES = (1, 2, 511, 512, 513, 639, 640, 641, 767, 768, 769, 1023, 1024, 1025, 1279, 1280,
