@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import resource
+import signal
+import warnings
 from pathlib import Path
 
 import pytest
@@ -99,6 +102,38 @@ def test_a_truncated_last_line_is_skipped_with_a_warning_and_the_next_run_append
     with pytest.warns(HistoryWarning, match=r":3: "):
         entries = read_history(history)
     assert [e.metadata.run_id for e in entries] == ["one", "two", "three"]
+
+
+def append_with_file_size_limit(path: str, limit: int) -> None:
+    # Past RLIMIT_FSIZE the kernel ends a write early, then kills the process with SIGXFSZ:
+    # a real short write followed by death, as a SIGKILL mid-write can give. (Python ignores
+    # SIGXFSZ unless told otherwise.)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    append_history(path, run_metadata("killed"), [small_record(0.6)] * 40)
+
+
+def test_a_writer_killed_in_the_middle_of_its_write_leaves_the_history_whole(
+    tmp_path: Path,
+) -> None:
+    history = tmp_path / "history.jsonl"
+    append_history(history, run_metadata("one"), [small_record(0.4)])
+    before = history.read_bytes()
+    cut_at = len(before) + len(history_line(run_metadata("killed"), [small_record(0.6)] * 40)) // 2
+    context = multiprocessing.get_context("fork")
+    writer = context.Process(target=append_with_file_size_limit, args=(str(history), cut_at))
+    writer.start()
+    writer.join(timeout=60)
+    assert writer.exitcode == -signal.SIGXFSZ
+    assert history.read_bytes() == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [e.metadata.run_id for e in read_history(history)] == ["one"]
+
+    append_history(history, run_metadata("two"), [small_record(0.5)])
+    assert [e.metadata.run_id for e in read_history(history)] == ["one", "two"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["history.jsonl",
+                                                                "history.jsonl.lock"]
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,12 @@
 """``reports/history.jsonl``: one JSON line per run (metadata + aggregates, no samples).
 
-Writers append under a file lock (``history.jsonl.lock``) with one ``write`` of a whole line and
-an fsync, so parallel workers and simultaneous runs never interleave. A line cut short by a
-killed process, a line that is not a run record, and one written by a newer evalsuite (a higher
+Writers add a run under a file lock (``history.jsonl.lock``) by writing the old lines plus the
+new one to a temporary file and renaming it over the history, so parallel workers and
+simultaneous runs never interleave and a writer killed at any moment leaves either the old file
+or the new one; the next writer deletes the temporary file a killed one left. (An in-place
+append is not enough: the kernel may end a large ``write`` early when the process is killed,
+leaving half a line.) A line that is not a run record (one cut short
+by an older writer, or edited by hand) and one written by a newer evalsuite (a higher
 ``schema_version``) are skipped on reading with a :class:`HistoryWarning` naming the line; the
 next append starts on a fresh line so it stays readable. Line layout:
 ``schema/history.schema.json``.
@@ -20,6 +24,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from evalsuite.records.atomic import atomic_write_bytes, remove_stale_temporaries
 from evalsuite.records.metadata import RunMetadata
 from evalsuite.records.model import SCHEMA_VERSION, BenchmarkRecord, merge_records
 
@@ -78,14 +83,11 @@ def append_history(
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{target}.lock", timeout=timeout):
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if not _ends_with_newline(target):
-                line = b"\n" + line
-            _write_all(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        earlier = target.read_bytes() if target.exists() else b""
+        if earlier and not earlier.endswith(b"\n"):
+            earlier += b"\n"
+        atomic_write_bytes(target, earlier + line)
+        remove_stale_temporaries(target)
 
 
 def read_history(path: str | os.PathLike[str]) -> list[HistoryEntry]:
@@ -162,19 +164,3 @@ def _is_number(value: Any, *, allow_none: bool) -> bool:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _ends_with_newline(path: Path) -> bool:
-    """True for an empty file or one whose last byte is a newline."""
-    with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            return True
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
