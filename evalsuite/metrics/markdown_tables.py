@@ -3,7 +3,7 @@
 Canonical tables (see :mod:`evalsuite.metrics.markdown_blocks`) are trees table > tr > td whose
 cells hold text only, so under PubTabNet's costs (insert/delete 1; rename 0 for tr→tr, 1 when
 colspan or rowspan differ, else Levenshtein(text) / longer length, 0 for two empty cells) the tree
-edit distance D is bracketed without running APTED:
+edit distance D is bracketed without computing it:
 
 - lower bound L: each node of one tree is either deleted (1) or renamed onto a node of the other
   (at least its cheapest rename), and at least ``n_other − n_this`` nodes of the other tree are
@@ -13,7 +13,7 @@ edit distance D is bracketed without running APTED:
   cells of each aligned row pair aligned in order by another.
 
 Both are computed in exact rational arithmetic. When L = U, D = U and TEDS = 1 − U / n needs no
-APTED run; otherwise :func:`evalsuite.metrics.tables.teds` computes it. The assignment uses
+tree edit distance; otherwise :func:`evalsuite.metrics.tables.teds` computes it. The assignment uses
 1 − L / n as an optimistic score for the pairs it has not computed, and computes exactly only
 the pairs an optimal assignment picks, until it picks only computed pairs; the result is an
 optimal assignment on the exact scores.
@@ -75,7 +75,8 @@ def teds_bounds(pred: Block, gt: Block) -> tuple[Fraction, Fraction] | None:
 
 
 def table_teds(pred: Block, gt: Block, *, max_cells: int) -> float:
-    """``teds(pred.content, gt.content, max_cells=max_cells)``, without APTED when L = U."""
+    """``teds(pred.content, gt.content, max_cells=max_cells)``, skipping the tree edit distance
+    when L = U."""
     if max(pred.cells, gt.cells) > max_cells:
         return 0.0
     bounds = teds_bounds(pred, gt)

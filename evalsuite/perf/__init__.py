@@ -3,8 +3,10 @@
 Each ``PerfCase`` pairs a library function with the straightforward algorithm it replaces
 (kept small in this package and marked BASELINE). The runner times both in the same process,
 reports median seconds and the speed-up ratio, and fails a case whose ratio is below its
-requirement or whose results differ from the baseline's. ``python -m evalsuite.perf`` runs the
-cases of every module in ``evalsuite.perf.__main__.CASE_MODULES``.
+requirement or whose results differ from the baseline's. A baseline that lives in another
+Python environment (a reference package that cannot be installed beside evalsuite) is an
+:class:`ExternalBaseline`: it times itself there and reports its times and results. ``python -m
+evalsuite.perf`` runs the cases of every module in ``evalsuite.perf.__main__.CASE_MODULES``.
 """
 
 from __future__ import annotations
@@ -28,16 +30,29 @@ BASELINE_MAX_RUNS, BASELINE_BUDGET_S = 3, 6.0
 FAST_MAX_RUNS, FAST_BUDGET_S = 25, 1.0
 
 
+class BaselineUnavailable(RuntimeError):
+    """An external baseline cannot run here; the message says how to make it available."""
+
+
+@dataclass(frozen=True)
+class ExternalBaseline:
+    """A baseline timed elsewhere: ``measure(max_runs, budget_s)`` returns the median seconds
+    per call and the results of every call, or raises :class:`BaselineUnavailable`."""
+
+    measure: Callable[[int, float], tuple[float, list[Any]]]
+
+
 @dataclass(frozen=True)
 class PerfCase:
-    """One speed check. Both callables take no argument and must not cache across calls.
+    """One speed check. Both sides take no argument and must not cache across calls.
 
+    ``baseline``: a callable timed in this process, or an :class:`ExternalBaseline`.
     ``required_ratio``: median baseline time / median fast time must reach it.
     ``same(baseline_result, fast_result)``: whether two results count as identical.
     """
 
     name: str
-    baseline: Callable[[], Any]
+    baseline: Callable[[], Any] | ExternalBaseline
     fast: Callable[[], Any]
     required_ratio: float
     same: Callable[[Any, Any], bool] = operator.eq
@@ -45,13 +60,15 @@ class PerfCase:
 
 @dataclass(frozen=True)
 class PerfResult:
-    """Median seconds of both sides of a case and whether every result matched the baseline's."""
+    """Median seconds of both sides of a case and whether every result matched the baseline's;
+    ``unavailable`` says why the baseline could not run (then nothing was timed)."""
 
     name: str
     baseline_s: float
     fast_s: float
     required_ratio: float
     identical: bool
+    unavailable: str = ""
 
     @property
     def ratio(self) -> float:
@@ -59,7 +76,7 @@ class PerfResult:
 
     @property
     def passed(self) -> bool:
-        return self.identical and self.ratio >= self.required_ratio
+        return not self.unavailable and self.identical and self.ratio >= self.required_ratio
 
 
 def time_runs(
@@ -81,9 +98,17 @@ def time_runs(
 
 def run_case(case: PerfCase, *, clock: Clock = time.perf_counter) -> PerfResult:
     """Time the baseline, then the fast side, and compare every result with the baseline's first."""
-    baseline_s, baseline_results = time_runs(
-        case.baseline, max_runs=BASELINE_MAX_RUNS, budget_s=BASELINE_BUDGET_S, clock=clock
-    )
+    if isinstance(case.baseline, ExternalBaseline):
+        try:
+            baseline_s, baseline_results = case.baseline.measure(
+                BASELINE_MAX_RUNS, BASELINE_BUDGET_S
+            )
+        except BaselineUnavailable as error:
+            return PerfResult(case.name, 0.0, 0.0, case.required_ratio, False, str(error))
+    else:
+        baseline_s, baseline_results = time_runs(
+            case.baseline, max_runs=BASELINE_MAX_RUNS, budget_s=BASELINE_BUDGET_S, clock=clock
+        )
     fast_s, fast_results = time_runs(
         case.fast, max_runs=FAST_MAX_RUNS, budget_s=FAST_BUDGET_S, clock=clock
     )
@@ -146,6 +171,9 @@ PERF_HEADERS = ("case", "baseline", "fast", "ratio", "required", "result")
 
 def perf_cells(result: PerfResult) -> tuple[str, ...]:
     """One table row: name, medians, ratio, requirement, verdict."""
+    if result.unavailable:
+        return (result.name, "-", "-", "-", f">={result.required_ratio:g}x",
+                "FAIL (baseline unavailable)")
     if not result.identical:
         verdict = "FAIL (results differ)"
     elif result.ratio < result.required_ratio:
@@ -180,6 +208,9 @@ def run(
     print(format_table(PERF_HEADERS, rows, align="lrrrrl"), file=out)
     for name in unavailable:
         print(f"{name}: not available (module does not exist)", file=out)
+    for result in results:
+        if result.unavailable:
+            print(f"{result.name}: {result.unavailable}", file=out)
     failed = [result.name for result in results if not result.passed]
     print(f"{len(results) - len(failed)}/{len(results)} cases passed", file=out)
     return 1 if failed else 0

