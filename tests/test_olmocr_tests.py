@@ -10,6 +10,7 @@ import json
 import re
 from collections import Counter
 from functools import cache
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,9 @@ from evalsuite.metrics.olmocr_tests import (
     parse_test,
     trailing_repeats,
 )
+from evalsuite.render.katex import Glyph, RenderedEquation, renders_match
 
 CASES = Path(__file__).parent / "fixtures" / "olmocr_bench" / "release_cases.json.gz"
-NOT_YET = {"math"}  # KaTeX rendering: not in evalsuite yet
 
 
 @cache
@@ -42,17 +43,19 @@ def cases_of(group: str) -> list[dict[str, Any]]:
     return [case for case in reference()["cases"] if case["group"] == group]
 
 
-GROUPS = sorted({case["group"] for case in reference()["cases"]} - NOT_YET)
+GROUPS = sorted({case["group"] for case in reference()["cases"]})
 
 
 def test_the_cases_are_the_release_this_module_reproduces() -> None:
     meta = reference()["meta"]
     assert meta["versions"]["olmocr"] == OLMOCR_VERSION
     assert len(reference()["cases"]) == 1641
-    assert len(cases_of("math")) == 65  # the only cases not checked here
+    assert len(cases_of("math")) == 65
 
 
-@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize(
+    "group", [pytest.param(g, marks=pytest.mark.browser) if g == "math" else g for g in GROUPS]
+)
 def test_verdicts_and_explanations_equal_the_official_code(group: str) -> None:
     mismatches = []
     for case in cases_of(group):
@@ -79,11 +82,6 @@ def test_verdicts_and_explanations_equal_the_official_code(group: str) -> None:
         if (verdict.passed, verdict.explanation) != official:
             mismatches.append((case["id"], official, (verdict.passed, verdict.explanation)))
     assert mismatches == [], f"{len(mismatches)} differ, e.g. {mismatches[:3]}"
-
-
-def test_math_tests_are_refused_until_supported() -> None:
-    with pytest.raises(NotImplementedError, match="KaTeX"):
-        parse_test(cases_of("math")[0]["test"])
 
 
 def test_normalize_text_equals_the_official_function() -> None:
@@ -189,3 +187,36 @@ def test_blank_page_check_counts_alphanumeric_characters(text: str, limit: int) 
 def test_bad_test_lines_are_refused_with_the_reason(line: dict[str, Any], message: str) -> None:
     with pytest.raises(TestDefinitionError, match=message):
         parse_test(line)
+
+
+def rendered(*spans: tuple[str, float, float], mathml: str | None = None) -> RenderedEquation:
+    """Spans (text, x, y), each character 10 px wide and 20 px high; unless given, a MathML
+    naming the spans, which no other layout's contains, so that only the spans decide."""
+    if mathml is None:
+        mathml = f"<math><mtext>{escape(repr(spans))}</mtext></math>"
+    return RenderedEquation(
+        mathml, tuple(Glyph(text, x, y, 10.0 * len(text), 20.0) for text, x, y in spans)
+    )
+
+
+@pytest.mark.parametrize(("shift", "matches"), [(0.0, True), (5.0, True), (5.5, False)])
+def test_span_matching_needs_each_neighbour_within_five_pixels(shift: float, matches: bool):
+    # reference: "a" with "b" to its right; hypothesis: the same with "b" moved down by shift
+    reference = rendered(("ab", 0.0, 0.0))
+    hypothesis = rendered(("a", 0.0, 0.0), ("b", 10.0, shift))
+    assert renders_match(reference, hypothesis) is matches
+
+
+def test_span_matching_maps_characters_one_to_one_and_ignores_extra_neighbours() -> None:
+    fraction = rendered(("x", 0.0, 0.0), ("y", 0.0, 30.0), mathml="<math><mi>f</mi></math>")
+    assert renders_match(rendered(("x", 0.0, 0.0)), fraction)  # extra neighbours are fine
+    assert not renders_match(fraction, rendered(("xy", 0.0, 0.0)))  # y is not below x
+    assert not renders_match(rendered(("xx", 0.0, 0.0)), rendered(("x", 0.0, 0.0)))
+    # a zero-width space takes no character; MathML containment wins before any span
+    assert renders_match(rendered(("\u200b", 0.0, 0.0), ("q", 0.0, 0.0), mathml="<math/>"),
+                         rendered(("q", 9, 9), mathml="<math><mi>p</mi></math>"))
+    semantics = "<math><semantics>{}<annotation>{}</annotation></semantics></math>"
+    assert renders_match(
+        rendered(("z", 0, 0), mathml=semantics.format("<mi>z</mi>", "z")),
+        rendered(mathml=semantics.format("<mrow><mi>z</mi><mo>+</mo></mrow>", "z+")),
+    )

@@ -21,13 +21,18 @@ Test types (a JSONL line each; unknown fields are refused):
 - ``baseline``: the page is not blank (alphanumeric characters), does not end in more than
   ``max_repeats`` repetitions of a 1- to 5-gram, and holds no CJK, kana or emoji; with
   ``max_length``, only "at most that many alphanumeric characters" (blank-page tests).
+- ``math``: some equation of the page (``\\(…\\)``, ``\\[…\\]``, then unless
+  ``ignore_dollar_delimited`` ``$$…$$`` and ``$…$``, each kind removed before the next is
+  looked for) equals ``math``, or renders like it (:func:`evalsuite.render.katex.renders_match`),
+  tried in decreasing ``ratio`` to ``math``.
 
 Quirks kept from the reference: ``partial_ratio`` aligns the shorter string inside the longer,
 so a page shorter than the text can "contain" it; neighbour checks at a table's edge pass; a
 heading can be the cell itself (markdown row 0 and column 0 are headings); a non-integer
 ``rowspan``/``colspan`` makes the test raise (the benchmark counts that as an error); the
-repetition and character checks read the raw page, the others the normalised one. Not here yet:
-the ``math`` type (KaTeX rendering in a browser).
+repetition, character and math checks read the raw page, the others the normalised one; a
+``math`` reference KaTeX cannot parse matches any page with at least one equation. Deviation:
+a test line with a non-string text field is refused (the reference crashes on it).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from typing import Any
 from bs4 import BeautifulSoup
 from fuzzysearch import find_near_matches
 from rapidfuzz import fuzz
+
+from evalsuite.render.katex import renders_match, shared_renderer
 
 OLMOCR_VERSION = "0.4.27"
 """The olmocr release whose ``olmocr.bench.tests`` this module reproduces."""
@@ -524,16 +531,54 @@ class BaselineTest(PageTest):
         return Verdict(True)
 
 
+_EQUATION_PATTERNS = (r"\\\((.+?)\\\)", r"\\\[(.+?)\\\]")
+_DOLLAR_PATTERNS = (r"\$\$(.+?)\$\$", r"\$(.+?)\$")
+
+
+def page_equations(markdown: str, *, dollars: bool = True) -> list[str]:
+    """The page's delimited equations, stripped: every ``\\(…\\)``, then (with that text
+    removed) every ``\\[…\\]``, then ``$$…$$`` and ``$…$`` (non-greedy, across lines)."""
+    equations: list[str] = []
+    patterns = _EQUATION_PATTERNS + (_DOLLAR_PATTERNS if dollars else ())
+    for pattern in patterns:
+        equations += [found.strip() for found in re.findall(pattern, markdown, re.DOTALL)]
+        markdown = re.sub(pattern, "", markdown, flags=re.DOTALL)
+    return equations
+
+
+@dataclass(frozen=True)
+class MathTest(PageTest):
+    """``math``: a LaTeX equation the page must show."""
+
+    math: str = ""
+    ignore_dollar_delimited: Any = False
+
+    def run(self, markdown: str) -> Verdict:
+        equations = page_equations(markdown, dollars=not self.ignore_dollar_delimited)
+        if any(equation == self.math for equation in equations):
+            return Verdict(True)
+        renderer = shared_renderer()
+        reference = renderer.render(self.math)
+        for equation in sorted(equations, key=lambda e: -fuzz.ratio(e, self.math)):
+            if renders_match(reference, renderer.render(equation)):
+                return Verdict(True)
+        return Verdict(False, f"No match found for {self.math} anywhere in content")
+
+
 _TEST_CLASSES: dict[str, type[PageTest]] = {
     "present": PresenceTest, "absent": PresenceTest, "order": OrderTest, "table": TableTest,
-    "baseline": BaselineTest,
+    "baseline": BaselineTest, "math": MathTest,
 }
-_REQUIRED = {PresenceTest: ("text",), OrderTest: ("before", "after"), TableTest: ("cell",)}
+_REQUIRED = {
+    PresenceTest: ("text",), OrderTest: ("before", "after"), TableTest: ("cell",),
+    MathTest: ("math",),
+}
 _NORMALIZED = {
     PresenceTest: ("text",),
     OrderTest: ("before", "after"),
     TableTest: ("cell", "up", "down", "left", "right", "top_heading", "left_heading"),
 }
+_TEXT_FIELDS = {**_NORMALIZED, MathTest: ("math",)}
 
 
 def parse_test(line: Mapping[str, Any]) -> PageTest:
@@ -542,11 +587,9 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
     Raises TestDefinitionError with the official message for an empty ``pdf`` or ``id``, a
     ``max_diffs`` that is not a non-negative int, an unknown type, an empty (normalised)
     text, an ``order`` test whose ``max_diffs`` exceeds half of either text, and for a missing
-    or unknown field; NotImplementedError for a ``math`` test (not supported here yet).
+    or unknown field.
     """
     kind = line.get("type")
-    if kind == "math":
-        raise NotImplementedError("math tests need KaTeX rendering, not supported yet")
     test_class = _TEST_CLASSES.get(kind)  # type: ignore[arg-type]
     if test_class is None:
         raise TestDefinitionError(f"Unknown test type: {kind}")
@@ -566,7 +609,7 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
     if not isinstance(max_diffs, int) or max_diffs < 0:
         raise TestDefinitionError("Max diffs must be positive number or 0")
     values = dict(line)
-    for name in _NORMALIZED.get(test_class, ()):
+    for name in _TEXT_FIELDS.get(test_class, ()):
         value = values.get(name)
         if (value is None and name in _REQUIRED.get(test_class, ())) or not isinstance(
             value, (str, type(None))
@@ -575,7 +618,7 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
             raise TestDefinitionError(
                 f"field {name!r} of a {kind} test must be a string, got {type(value).__name__}"
             )
-        if value is not None:
+        if value is not None and name in _NORMALIZED.get(test_class, ()):
             values[name] = normalize_text(value)
     test = test_class(**values)
     _check_texts(test)
@@ -583,6 +626,8 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
 
 
 def _check_texts(test: PageTest) -> None:
+    if isinstance(test, MathTest) and not test.math.strip():
+        raise TestDefinitionError("Math test must have non-empty math expression")
     if isinstance(test, PresenceTest) and not test.text.strip():
         raise TestDefinitionError("Text field cannot be empty")
     if isinstance(test, OrderTest):
