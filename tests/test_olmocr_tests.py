@@ -14,10 +14,18 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalsuite.cli import main
+from evalsuite.metrics.olmocr_bench import (
+    BenchLayoutError,
+    bootstrap_ci,
+    load_bench,
+    score_predictions,
+)
 from evalsuite.metrics.olmocr_tests import (
     OLMOCR_VERSION,
     BaselineTest,
@@ -220,3 +228,113 @@ def test_span_matching_maps_characters_one_to_one_and_ignores_extra_neighbours()
         rendered(("z", 0, 0), mathml=semantics.format("<mi>z</mi>", "z")),
         rendered(mathml=semantics.format("<mrow><mi>z</mi><mo>+</mo></mrow>", "z+")),
     )
+
+
+# ---------------------------------------------------------------- whole benchmark folders
+
+BENCH = Path(__file__).parent / "fixtures" / "olmocr_bench" / "bench1"
+
+
+def official_runs() -> list[dict[str, Any]]:
+    return reference()["benchmarks"]["runs"]
+
+
+def test_bootstrap_interval_equals_the_official_function_draw_for_draw() -> None:
+    for item in reference()["helpers"]["bootstrap_ci_seeded"]:
+        interval = bootstrap_ci(item["scores"], item["splits"], n_bootstrap=item["n_bootstrap"],
+                                ci_level=item["ci_level"], rng=np.random.RandomState(item["seed"]))
+        assert interval == (item["lower"], item["upper"])
+    for run in official_runs():  # one global generator seeded 0, calls in a row
+        rng = np.random.RandomState(0)
+        for call in run["log"]["ci_calls"]:
+            interval = bootstrap_ci(call["test_scores"], call["splits"],
+                                    n_bootstrap=call["n_bootstrap"], ci_level=call["ci_level"],
+                                    rng=rng)
+            assert interval == tuple(call["result"])
+
+
+@pytest.mark.browser  # the fixture holds a math test
+@pytest.mark.parametrize("candidate", ["candA", "candD"])
+def test_a_complete_candidate_scores_as_the_official_benchmark(candidate: str) -> None:
+    official = official_runs()[0]["log"]["evaluate_candidate"][candidate]
+    tests, pdfs = load_bench(BENCH)
+    official_ids = sorted(t[0] for t in official["all_tests_order"])
+    assert sorted(item.test.id for item in tests) == official_ids
+    scores = score_predictions(tests, pdfs, BENCH / candidate)
+    assert scores.errors == [] and scores.missing_pages == []
+    assert {o.id: {"passed": o.passed, "explanation": o.explanation} for o in scores.outcomes} == {
+        test_id: {"passed": r["passed"], "explanation": r["explanation"]}
+        for test_id, r in official["per_test"].items()
+    }
+    stdout = official_runs()[0]["stdout"]
+    block = stdout[stdout.index(f"{candidate:20s} : Average Score"):]
+    assert f"Average Score: {scores.overall * 100:0.1f}%" in block.splitlines()[0]
+    for name, rate in scores.per_type.items():
+        assert f"    {name:8s}: {rate * 100:0.1f}% average pass rate" in block
+    for name, rate in scores.per_category.items():
+        assert re.search(rf"{re.escape(name)}\s+: {rate * 100:0.1f}% ", block), name
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("candidate", ["candB", "candC"])
+def test_missing_pages_fail_their_tests_and_the_candidate(candidate: str) -> None:
+    tests, pdfs = load_bench(BENCH)
+    scores = score_predictions(tests, pdfs, BENCH / candidate)
+    assert scores.missing_pages and scores.to_json()["status"] == "FAILED (errors)"
+    missing = [o for o in scores.outcomes if o.explanation == "Missing MD files"]
+    assert missing and all(not o.passed for o in missing)
+    assert {f"{o.pdf} page {o.page}" for o in missing} == set(scores.missing_pages)
+    assert "FAILED (errors)" in official_runs()[0]["stdout"].split(f"{candidate:20s} :")[1][:60]
+
+
+def test_bench_layout_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(BenchLayoutError, match="no pdfs/ folder"):
+        load_bench(tmp_path)
+    (tmp_path / "pdfs").mkdir()
+    with pytest.raises(BenchLayoutError, match="no PDF under"):
+        load_bench(tmp_path)
+    for name in ("b1.pdf", "blank.pdf"):
+        (tmp_path / "pdfs" / name).write_bytes((BENCH / "pdfs" / name).read_bytes())
+    with pytest.raises(BenchLayoutError, match=r"no \.jsonl test file"):
+        load_bench(tmp_path)
+    line = {"pdf": "b1.pdf", "page": 1, "id": "t1", "type": "present", "text": "x"}
+    (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(BenchLayoutError, match=r"a\.jsonl:2: duplicate test id 't1'"):
+        load_bench(tmp_path)
+    (tmp_path / "a.jsonl").write_text(json.dumps({**line, "type": "presnt"}) + "\n")
+    with pytest.raises(BenchLayoutError, match=r"a\.jsonl:1: Unknown test type: presnt"):
+        load_bench(tmp_path)
+    (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n")
+    tests, pdfs = load_bench(tmp_path)  # blank.pdf's page 1 has its automatic baseline
+    assert pdfs == ["b1.pdf", "blank.pdf"]
+    assert [(t.test.id, t.category) for t in tests] == [
+        ("t1", "a.jsonl"), ("b1.pdf_baseline", "baseline"), ("blank.pdf_baseline", "baseline")
+    ]
+    with pytest.raises(BenchLayoutError, match=r"prediction folder .* does not exist"):
+        score_predictions(tests, pdfs, tmp_path / "nowhere")
+
+
+@pytest.mark.browser
+def test_score_command_prints_the_official_numbers_and_each_failed_test(capsys) -> None:
+    code = main(["score", "olmocr-bench", "--tests", str(BENCH), "--pred", str(BENCH / "candD")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("olmOCR-bench (olmocr 0.4.27 rules): 47.0% (95% CI ")
+    assert "text_tests.jsonl   14.3%     1/7" in out and "9 failed tests:" in out
+    assert "a1_o1" in out and "'before' text 'The quick brown fox...' not found" in out
+
+    code = main(["score", "olmocr-bench", "--tests", str(BENCH), "--pred", str(BENCH / "candB"),
+                 "--json"])
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert code == 1 and "FAILED (errors)" in captured.err
+    assert result["status"] == "FAILED (errors)" and result["missing_pages"] == [
+        "alpha/a2.pdf page 2"
+    ]
+    assert result["tests"]["a2_p2"] == {"passed": False, "explanation": "Missing MD files"}
+    assert set(result) >= {"tests", "per_type", "per_category", "overall", "ci"}
+
+
+def test_score_command_refuses_a_folder_that_is_not_a_benchmark(tmp_path: Path, capsys) -> None:
+    code = main(["score", "olmocr-bench", "--tests", str(tmp_path), "--pred", str(tmp_path)])
+    assert code == 2 and "has no pdfs/ folder" in capsys.readouterr().err
