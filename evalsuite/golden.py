@@ -295,11 +295,13 @@ def gate_record(
     golden: GoldenFile,
     *,
     group_of: Callable[[SampleRecord], str] | None = None,
+    required_groups: Sequence[str] = (),
 ) -> list[GateResult]:
     """Gate ``record``'s ``gated`` metrics (each must have a golden entry: one without fails as
     "no golden"), and with ``group_of`` their per-group aggregates (``metric[group]``, e.g.
     ``edit_precision[600-700]``, see :func:`evalsuite.runner.aggregate_by`) that have an entry;
-    a group without one is left ungated. A group's verdict lists its own worst samples."""
+    a group without one is left ungated, except for the metrics in ``required_groups``, whose
+    every group is gated like a metric. A group's verdict lists its own worst samples."""
 
     def entry(metric: str) -> GoldenEntry | None:
         return golden.entries.get((record.engine, record.data, record.parameter, metric))
@@ -313,7 +315,7 @@ def gate_record(
     for metric in gated:
         for group, members in sorted(groups.items()):
             name = f"{metric}[{group}]"
-            if name in record.metrics and entry(name) is not None:
+            if name in record.metrics and (metric in required_groups or entry(name) is not None):
                 results.append(
                     gate_metric(benchmark, record, name, entry(name), samples=(metric, members))
                 )

@@ -227,6 +227,9 @@ def score_samples(
                     scores = dict(scored)
         if error is not None:
             scores = {spec.name: spec.worst for spec in specs}
+            # a failed sample keeps the weight it was built with: weighted means count it
+            scores.update({spec.weight: sample.details[spec.weight] for spec in specs
+                           if spec.weight is not None and spec.weight in sample.details})
         else:
             scores.update(output_health(result.text))
         details = {

@@ -271,6 +271,16 @@ def publish_finix(hub: FakeHub) -> None:
             (repo / track / "jsons" / f"{page}.json").write_text('{"layout": []}')
 
 
+def publish_olmocr_bench(hub: FakeHub) -> None:
+    """allenai/olmOCR-bench: bench_data/<category>.jsonl, bench_data/pdfs/<subdir>/*.pdf, and
+    files beside bench_data that the fetch must leave out."""
+    repo = hub_repo(hub, "olmocr_bench", "olmocr_bench")
+    fixture = Path(__file__).parent / "fixtures" / "olmocr_bench" / "fixture"
+    shutil.copytree(fixture, repo / "bench_data")
+    (repo / "README.md").write_text("dataset card")
+    (repo / "bench_data" / "notes.txt").write_text("not a test file")
+
+
 def data_cli(*argv: str) -> int:
     """``evalsuite data ARGV``, wired as :mod:`evalsuite.cli` wires it (without importing the
     other subcommands)."""
@@ -398,10 +408,24 @@ def test_finix_fetch_takes_one_track_in_its_published_layout(hub, tmp_path):
     assert not (tmp_path / "finix" / "jsons").exists()
 
 
+def test_olmocr_bench_fetch_takes_the_published_bench_data(hub, tmp_path):
+    publish_olmocr_bench(hub)
+    assert fetch_cli("olmocr_bench", tmp_path) == 0
+    folder = tmp_path / "olmocr_bench"
+    assert not (folder / "README.md").exists() and not (folder / "notes.txt").exists()
+    bench = get_benchmark("olmocr_bench").source("olmocr_bench").loader(
+        located("olmocr_bench", "olmocr_bench", tmp_path)
+    )
+    assert bench.pdfs == ["arxiv_math/energy.pdf", "headers_footers/annual_report.pdf",
+                          "multi_column/field_notes.pdf", "table_tests/price_list.pdf"]
+    assert len(bench.tests) == 9 + 4  # the files' tests and one automatic baseline per PDF
+    assert_pinned_identity("olmocr_bench", "olmocr_bench", tmp_path)
+
+
 def test_every_fetchable_benchmark_is_covered():
     fetchable = {b.name for b in all_benchmarks() if any(s.fetch for s in b.sources)}
     tested = {"fox", "render_configs", "quality", "finewiki", "surya_detection",
-              "surya_recognition", "finix"}
+              "surya_recognition", "finix", "olmocr_bench"}
     assert fetchable == tested
 
 

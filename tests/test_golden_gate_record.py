@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from evalsuite.benchmarks.fox import token_bin
+from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.golden import GoldenEntry, GoldenStore, gate_record, tolerance_rule
 from evalsuite.records.model import BenchmarkRecord, SampleRecord
-from evalsuite.runner import MetricSpec, aggregate, aggregate_by
+from evalsuite.runner import MetricSpec, Sample, aggregate, aggregate_by, score_samples
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_DATA = "fox@d6c6f5202d61bf28c8cf9b7b777754dc9bbdc0e0"
@@ -86,6 +87,34 @@ def test_a_required_metric_without_golden_fails_and_an_optional_one_is_left_out(
     assert [(r.metric, r.status, r.failed) for r in results] == [
         ("edit_precision", "no golden", True)
     ]
+
+
+def test_required_groups_are_gated_in_every_group_even_without_an_entry():
+    golden = fox_golden()
+    record = record_of({650: [0.9], 1350: [0.1]})
+    record.parameter = "mode=large"  # no golden for this mode
+    results = gate_record("fox", record, ["edit_precision"], golden, group_of=token_bin,
+                          required_groups=["edit_precision"])
+    assert [(r.metric, r.status) for r in results] == [
+        ("edit_precision", "no golden"),
+        ("edit_precision[1300-1400]", "no golden"),
+        ("edit_precision[600-700]", "no golden"),
+    ]
+
+
+def test_a_failed_sample_keeps_the_weight_it_was_built_with():
+    """An engine failure scores worst; with its weight from the sample's details it still
+    counts in a weighted mean instead of vanishing from it."""
+    spec = MetricSpec("share", weight="w")
+    samples = [
+        Sample(f"s{i}", InferenceRequest(None, "p", "m", f"s{i}"), details={"w": weight})
+        for i, weight in enumerate((1.0, 3.0))
+    ]
+    results = [InferenceResult("fine"), InferenceResult("", error="engine crashed")]
+    records = score_samples(samples, results, lambda sample, result: {"share": 1.0, "w": 1.0},
+                            [spec])
+    assert records[1].error == "engine crashed" and records[1].scores["w"] == 3.0
+    assert aggregate(records, [spec])["share"].value == pytest.approx(1.0 / 4.0)
 
 
 def entry(tolerance: float) -> GoldenEntry:

@@ -40,6 +40,7 @@ BUILTIN_DECLARATIONS = (
     "evalsuite.benchmarks.surya_detection",
     "evalsuite.benchmarks.surya_recognition",
     "evalsuite.benchmarks.finix",
+    "evalsuite.benchmarks.olmocr_bench",
     "evalsuite.benchmarks.pages",
 )
 

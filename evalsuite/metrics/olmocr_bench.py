@@ -27,14 +27,15 @@ import itertools
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pypdfium2
 
-from evalsuite.metrics.olmocr_tests import BaselineTest, PageTest, TestDefinitionError, parse_test
+from evalsuite.metrics.olmocr_tests import PageTest, TestDefinitionError, parse_test
 
 BASELINE_CATEGORY = "baseline"
 MISSING_EXPLANATION = "Missing MD files"
@@ -46,10 +47,12 @@ class BenchLayoutError(ValueError):
 
 @dataclass(frozen=True)
 class BenchTest:
-    """A test and the category (JSONL file name, or ``baseline``) it counts in."""
+    """A test, the category (JSONL file name, or ``baseline``) it counts in, and its line as
+    read (``parse_test(line)`` gives the test again)."""
 
     test: PageTest
     category: str
+    line: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -122,17 +125,18 @@ def load_bench(tests_dir: str | Path, *, force: bool = False) -> tuple[list[Benc
             if not line.strip():
                 continue
             try:
-                test = parse_test(json.loads(line))
+                fields = json.loads(line)
+                test = parse_test(fields)
             except (json.JSONDecodeError, TestDefinitionError) as error:
                 raise BenchLayoutError(f"{path}:{number}: {error}") from error
             if test.id in seen:
                 raise BenchLayoutError(f"{path}:{number}: duplicate test id {test.id!r}")
             seen.add(test.id)
-            tests.append(BenchTest(test, path.name))
+            tests.append(BenchTest(test, path.name, fields))
     for pdf in pdfs:
         if not any(item.test.type == "baseline" and item.test.pdf == pdf for item in tests):
-            baseline = BaselineTest(pdf=pdf, page=1, id=f"{pdf}_baseline", type="baseline")
-            tests.append(BenchTest(baseline, BASELINE_CATEGORY))
+            fields = {"pdf": pdf, "page": 1, "id": f"{pdf}_baseline", "type": "baseline"}
+            tests.append(BenchTest(parse_test(fields), BASELINE_CATEGORY, fields))
     if not force:
         tested = {(item.test.pdf, item.test.page) for item in tests}
         untested = [f"{pdf} page {page}" for pdf in pdfs

@@ -125,13 +125,16 @@ class Bench:
         parameter: str | None = None,
         params: Mapping[str, Any] | None = None,
         group_by: Callable[[SampleRecord], str] | None = None,
+        required_groups: Sequence[str] = (),
     ) -> BenchmarkRecord:
         """Run all samples (in the engine's batches), record, and gate (or update the
         goldens); returns the record.
 
         ``parameter`` names what else varies (default ``mode=<mode>``). With ``group_by`` the
         gated specs are also aggregated per group as ``metric[group]``; those are gated only
-        where a golden entry exists (e.g. the paper's values per token bin of the real Fox set).
+        where a golden entry exists (e.g. the paper's values per token bin of the real Fox set),
+        except the metrics named in ``required_groups``, gated (and written by
+        ``--update-golden``) in every group (e.g. olmOCR-bench's per-file scores).
         """
         samples = [self._keyed(sample) for sample in self.limit(samples)]
         if not samples:
@@ -157,7 +160,8 @@ class Bench:
             record.metrics.update(aggregate_by(record.samples, group_by, gated))
         golden = self._golden_file()
         results = gate_record(
-            self.golden_name, record, [spec.name for spec in gated], golden, group_of=group_by
+            self.golden_name, record, [spec.name for spec in gated], golden, group_of=group_by,
+            required_groups=required_groups,
         )
         record.params["gates"] = {result.metric: result.to_dict() for result in results}
         self.session.records.append(record)

@@ -493,7 +493,9 @@ def _drill_items(
         for sample in shown[:max_samples]:
             pred, gt = align_words(sample.prediction or "", sample.reference or "")
             note = " — failed" if sample.error else _score_note(sample, headline)
-            label = sample.sample_id + note
+            why = "".join(f" — {name}: {value}" for name, value in
+                          sample.details.get("explain", {}).items())
+            label = sample.sample_id + note + why
             items.append(DrillItem(label, group, gt, pred, sample.scores, sample.error))
     return items
 
