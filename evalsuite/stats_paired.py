@@ -4,7 +4,8 @@ Pure functions of paired outcomes or values; scipy does the distributions:
 
 - proportions (0/1 outcomes): McNemar's exact test, a two-sided binomial test with p = 1/2 on
   the discordant pairs (b: baseline right, candidate wrong; c: the reverse);
-- means: a paired bootstrap of the mean difference (candidate − baseline), or the Wilcoxon
+- means: the exact sign-flip (paired permutation) test of the mean difference (candidate −
+  baseline) up to :data:`SIGN_FLIP_MAX_PAIRS` pairs, a paired bootstrap beyond, or the Wilcoxon
   signed-rank test of the differences;
 - several tests at once: Holm's step-down adjustment of the p-values (family-wise error rate).
 """
@@ -21,6 +22,10 @@ from evalsuite.stats import CONFIDENCE
 
 BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_SEED = 0
+SIGN_FLIP_MAX_PAIRS = 16
+"""Up to this many pairs a mean is tested by enumerating every sign flip (2**16 = 65,536);
+a bootstrap of so few pairs claims p-values no test on them can reach (5 pairs: at best 1/16
+two-sided)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,34 @@ def paired_bootstrap(
     return PairedTest(
         f"paired bootstrap ({resamples} resamples)", len(differences), delta, p_value, low, high
     )
+
+
+def sign_flip_exact(baseline: Sequence[float], candidate: Sequence[float]) -> PairedTest:
+    """Exact paired permutation test of the mean difference d̄ = mean(candidate − baseline).
+
+    Under "no difference" each pair's difference is as likely to have either sign; the null
+    distribution is d̄ over all 2ⁿ sign assignments, enumerated. p = min(1, 2·min(P(T ≤ d̄),
+    P(T ≥ d̄))), comparisons with a relative slack of 100 machine epsilons of d̄ (scipy's
+    ``permutation_test`` rule, so ties of floating sums count as ties). n ≤
+    :data:`SIGN_FLIP_MAX_PAIRS`; 5 pairs all worse give p = 2/32.
+    """
+    _require_pairs(baseline, candidate)
+    differences = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
+    n = len(differences)
+    if n > SIGN_FLIP_MAX_PAIRS:
+        raise ValueError(f"sign_flip_exact enumerates 2**n flips: n must be <= "
+                         f"{SIGN_FLIP_MAX_PAIRS}, got {n}")
+    if not np.all(np.isfinite(differences)):
+        raise ValueError("sign_flip_exact: values must be finite numbers")
+    delta = math.fsum(differences) / n
+    flips = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+    null = (np.where(flips == 1, -differences, differences)).mean(axis=1)
+    observed = differences.mean()
+    slack = abs(np.finfo(float).eps * 100 * observed)
+    at_or_below = np.count_nonzero(null <= observed + slack) / len(null)
+    at_or_above = np.count_nonzero(null >= observed - slack) / len(null)
+    p_value = float(min(1.0, 2 * min(at_or_below, at_or_above)))
+    return PairedTest(f"exact sign-flip ({n} pairs)", n, delta, p_value)
 
 
 def wilcoxon_signed_rank(baseline: Sequence[float], candidate: Sequence[float]) -> PairedTest:

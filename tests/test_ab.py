@@ -27,6 +27,7 @@ from evalsuite.stats_paired import (
     holm_adjust,
     mcnemar_exact,
     paired_bootstrap,
+    sign_flip_exact,
     wilcoxon_signed_rank,
 )
 from tests.subprocess_runs import child_env, run_evalsuite, run_pytest
@@ -372,6 +373,41 @@ def test_a_label_for_an_engine_the_run_does_not_use_is_a_usage_error(tmp_path):
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:]
     assert "'tesseract' is not an engine of this run (--engine replay)" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=12))
+def test_sign_flip_equals_scipys_exact_paired_permutation_test(pairs):
+    baseline = np.array([a for a, _ in pairs])
+    candidate = np.array([b for _, b in pairs])
+    result = sign_flip_exact(baseline, candidate)
+    reference = scipy_stats.permutation_test(
+        (baseline, candidate), lambda x, y, axis=-1: np.mean(y - x, axis=axis),
+        permutation_type="samples", n_resamples=np.inf, vectorized=True,
+    )
+    assert result.p_value == pytest.approx(reference.pvalue, abs=1e-12)
+    assert result.delta == pytest.approx(float(np.mean(candidate - baseline)))
+
+
+def test_five_pairs_all_worse_give_the_smallest_p_five_pairs_allow():
+    """2 of the 32 sign assignments are as extreme: two-sided p = 2/32 (one-sided 1/32), above
+    0.05, where a bootstrap of the same 5 pairs claims about 0.0002."""
+    baseline = [0.9, 0.8, 0.85, 0.7, 0.95]
+    candidate = [b - d for b, d in zip(baseline, [0.2, 0.3, 0.25, 0.1, 0.4], strict=True)]
+    assert sign_flip_exact(baseline, candidate).p_value == 2 / 32
+    assert paired_bootstrap(baseline, candidate).p_value < 0.001
+
+    def record(values: list[float]) -> BenchmarkRecord:
+        samples = [SampleRecord(f"p{i}", {"overall": v}) for i, v in enumerate(values)]
+        return BenchmarkRecord("pages", "m", "mode=base",
+                               {"overall": MetricSummary(float(np.mean(values)), 5)}, samples)
+
+    (comparison,) = compare_runs(_run("a", record(baseline)), _run("b", record(candidate))
+                                 ).comparisons
+    assert comparison.test.test == "exact sign-flip (5 pairs)"
+    assert comparison.test.p_value == 2 / 32 and not comparison.regressed
+    with pytest.raises(ValueError, match="n must be <= 16"):
+        sign_flip_exact([0.0] * 17, [1.0] * 17)
 
 
 def test_a_mean_metric_gets_the_paired_test_asked_for():

@@ -7,12 +7,13 @@ engine label; records left over are paired across engines when each run has exac
 benchmark x data x parameter (model A vs model B). Within a pair, samples are paired by id.
 
 Every metric with a better direction gets a paired test on the samples both runs scored
-(:mod:`evalsuite.stats_paired`): McNemar's exact test for a proportion, a paired bootstrap of
-the mean difference (or, with ``--mean-test wilcoxon``, the Wilcoxon signed-rank test) for a
-mean. The p-values of all tests are Holm-adjusted together, so "significant" holds for the
-whole family at ``--alpha``. A metric regressed when its adjusted p-value is below alpha and
-it moved in its bad direction by more than ``--tolerance``. Weighted means are compared per
-sample, unweighted; per-group aggregates (``metric[group]``) are left out.
+(:mod:`evalsuite.stats_paired`): McNemar's exact test for a proportion; for a mean, the exact
+sign-flip test of the mean difference up to 16 pairs and a paired bootstrap of it beyond (or,
+with ``--mean-test wilcoxon``, the Wilcoxon signed-rank test). The p-values of all tests are
+Holm-adjusted together, so "significant" holds for the whole family at ``--alpha``. A metric
+regressed when its adjusted p-value is below alpha and it moved in its bad direction by more
+than ``--tolerance``. Weighted means are compared per sample, unweighted; per-group aggregates
+(``metric[group]``) are left out.
 
 Output: a terminal table (or ``--json``), the samples that got worse most with a word-level
 diff of their two outputs, and with ``--html`` a page in the dashboard's style with a paired
@@ -54,10 +55,12 @@ from evalsuite.reports.wordalign import UNMATCHED, align_words
 from evalsuite.stats_paired import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
+    SIGN_FLIP_MAX_PAIRS,
     PairedTest,
     holm_adjust,
     mcnemar_exact,
     paired_bootstrap,
+    sign_flip_exact,
     wilcoxon_signed_rank,
 )
 from evalsuite.textformat import format_table, shorten, significant
@@ -186,8 +189,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a significant drop counts as a regression only beyond this much, "
                         "in the metric's units (default 0)")
     parser.add_argument("--mean-test", choices=MEAN_TESTS, default="bootstrap",
-                        help="paired test of a mean: bootstrap of the mean difference "
-                        "(default) or Wilcoxon signed-rank")
+                        help="paired test of a mean: the mean difference, by exact sign "
+                        f"flips up to {SIGN_FLIP_MAX_PAIRS} pairs and bootstrap beyond "
+                        "(default), or Wilcoxon signed-rank")
     parser.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES,
                         help=f"bootstrap resamples (default {BOOTSTRAP_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED,
@@ -337,6 +341,8 @@ def compare_runs(
                 test = mcnemar_exact([bool(v) for v in base], [bool(v) for v in cand])
             elif mean_test == "wilcoxon":
                 test = wilcoxon_signed_rank(base, cand)
+            elif len(base) <= SIGN_FLIP_MAX_PAIRS:
+                test = sign_flip_exact(base, cand)
             else:
                 test = paired_bootstrap(base, cand, resamples=resamples, seed=seed)
             measured.append((pair, metric, test, values, unpaired))
