@@ -35,7 +35,9 @@ from evalsuite.textformat import shorten, significant
 GOLDEN_FORMAT_VERSION = 2
 OBTAINED_SUFFIX = ".obtained.json"
 EntryKey = tuple[str, str, str, str]
-GateStatus = Literal["ok", "improved", "regressed", "no golden", "no samples", "not gated"]
+GateStatus = Literal[
+    "ok", "improved", "regressed", "no golden", "no samples", "not gated", "not measured"
+]
 _REQUIRED_FIELDS = ("engine", "data", "parameter", "metric", "value", "n", "direction", "kind")
 _TEXT_FIELDS = ("set_at", "commit", "source", "note")  # optional provenance
 
@@ -251,12 +253,18 @@ def gate_metric(
     """Gate ``record.metrics[metric]`` against ``entry``; a failing verdict's message names the
     golden, current value, delta, n, test and p-value, then the worst samples: of ``samples``
     (a per-sample score name and the samples aggregated, for a per-group metric), else of the
-    record on ``metric``."""
+    record on ``metric``. A metric no sample carries (n = 0) is "not measured" when it has no
+    golden entry (it neither fails nor counts as gated), "no samples" (a failure) when it has."""
     summary = record.metrics[metric]
     where = describe_key(benchmark, (record.engine, record.data, record.parameter, metric))
+    measured = summary.value is not None and summary.n > 0
+    if entry is None and not measured:
+        # e.g. table TEDS on pages without a table: nothing to gate now or to set as golden
+        return GateResult(metric, "not measured", summary,
+                          message=f"{where}: not measured (no sample carries it)")
     if entry is None:
         return GateResult(metric, "no golden", summary, message=f"{where}: no golden entry")
-    if summary.value is None or summary.n == 0:
+    if not measured:
         return GateResult(
             metric, "no samples", summary, entry,
             message=f"{where}: no sample was scored (n=0), nothing to compare with golden "

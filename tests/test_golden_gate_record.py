@@ -10,8 +10,8 @@ import pytest
 
 from evalsuite.benchmarks.fox import token_bin
 from evalsuite.engines.base import InferenceRequest, InferenceResult
-from evalsuite.golden import GoldenEntry, GoldenStore, gate_record, tolerance_rule
-from evalsuite.records.model import BenchmarkRecord, SampleRecord
+from evalsuite.golden import GoldenEntry, GoldenStore, gate_metric, gate_record, tolerance_rule
+from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.runner import MetricSpec, Sample, aggregate, aggregate_by, score_samples
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,6 +87,16 @@ def test_a_required_metric_without_golden_fails_and_an_optional_one_is_left_out(
     assert [(r.metric, r.status, r.failed) for r in results] == [
         ("edit_precision", "no golden", True)
     ]
+
+
+def test_a_metric_no_sample_carries_is_not_measured_unless_a_golden_expects_it():
+    record = record_of({650: [0.9]})
+    record.parameter = "mode=large"  # no golden entry for this mode
+    record.metrics["table_TEDS"] = MetricSummary(None, 0)
+    unmeasured = gate_metric("fox", record, "table_TEDS", None)
+    assert unmeasured.status == "not measured" and not unmeasured.failed
+    expected = gate_metric("fox", record, "table_TEDS", entry(0.0))
+    assert expected.status == "no samples" and expected.failed
 
 
 def test_required_groups_are_gated_in_every_group_even_without_an_entry():

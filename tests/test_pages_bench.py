@@ -156,6 +156,27 @@ def test_update_golden_then_gate_then_fail_a_degraded_engine(tmp_path: Path) -> 
 
 
 @needs_tesseract
+def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measured(
+    tmp_path: Path,
+) -> None:
+    folder = copy_fixture(tmp_path)
+    for path in folder.glob("invoice_017.*"):  # the only page with a table
+        path.unlink()
+    done = pages_run(tmp_path, "--update-golden", pages=folder)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "obtained" not in done.stdout
+    entries = GoldenStore(tmp_path / "golden").load("pages-pages").entries.values()
+    assert "table_TEDS" not in {entry.metric for entry in entries}
+    assert not list((tmp_path / "golden").glob("*.obtained.json"))
+
+    shutil.rmtree(tmp_path / "reports")
+    again = pages_run(tmp_path, pages=folder)
+    assert again.returncode == 0, again.stdout[-3000:]
+    row = next(line for line in again.stdout.splitlines() if "table_TEDS" in line)
+    assert "not measured" in row and "no golden" not in again.stdout
+
+
+@needs_tesseract
 def test_dataset_name_chooses_the_golden_file(tmp_path: Path) -> None:
     done = pages_run(tmp_path, "--dataset-name", "invoices")
     assert done.returncode == 1, done.stdout[-3000:]  # no golden yet: it fails and says how

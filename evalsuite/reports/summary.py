@@ -20,6 +20,7 @@ STATUS_LABELS = {
     "no golden": "no golden",
     "no samples": "NO SAMPLES",
     "not gated": "not gated",
+    "not measured": "not measured",
 }
 GATED_STATUSES = ("ok", "improved", "regressed")
 """Statuses of a metric that was compared with its golden value."""
