@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,9 @@ DEFAULT_MAX_IMAGE_PIXELS = 100_000_000
 
 LIMIT_OPTION = "--max-image-pixels"
 """The command-line option that sets the limit, named in the messages."""
+LIMIT_ENV = "EVALSUITE_MAX_IMAGE_PIXELS"
+"""The environment variable that sets a command's default limit: a benchmark run sets it for a
+server it starts (``evalsuite serve``), which so holds images to the run's limit."""
 LIMIT_HELP = (
     f"refuse a page image of more than N pixels, width x height (default "
     f"{DEFAULT_MAX_IMAGE_PIXELS:_}; an A4 page at 300 dpi has 8_699_840)"
@@ -84,13 +88,24 @@ def parse_max_image_pixels(text: str) -> int:
 
 
 def add_max_image_pixels_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--max-image-pixels N`` to a command (``args.max_image_pixels``, an int)."""
+    """Add ``--max-image-pixels N`` to a command (``args.max_image_pixels``, an int); its
+    default is ``$EVALSUITE_MAX_IMAGE_PIXELS`` when set, else :data:`DEFAULT_MAX_IMAGE_PIXELS`.
+
+    ValueError naming the variable when it is set to something that is not a limit.
+    """
+    default = DEFAULT_MAX_IMAGE_PIXELS
+    inherited = os.environ.get(LIMIT_ENV)
+    if inherited:
+        try:
+            default = parse_max_image_pixels(inherited)
+        except ValueError as exc:
+            raise ValueError(f"${LIMIT_ENV}: {exc}") from None
     parser.add_argument(
         LIMIT_OPTION,
         type=max_image_pixels_argument,
-        default=DEFAULT_MAX_IMAGE_PIXELS,
+        default=default,
         metavar="N",
-        help=LIMIT_HELP,
+        help=f"{LIMIT_HELP}; ${LIMIT_ENV} sets the default",
     )
 
 

@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -360,3 +361,45 @@ def test_pytest_benchmark_pages_above_the_limit_are_failed_samples(tmp_path):
     assert samples and all(sample["error"].endswith("raise it with --max-image-pixels")
                            for sample in samples)
     assert {sample["sample_id"]: sample["error"] for sample in samples}["fixture_1"] == reason
+
+
+def test_a_server_the_run_starts_holds_images_to_the_runs_limit(tmp_path, files) -> None:
+    """start_server passes the run's limit to the server's environment; `evalsuite serve`
+    takes it as its default, so a page the run would refuse is refused there too."""
+    import httpx
+
+    from evalsuite.plugin.server import ServerPlan, start_server
+
+    command = ("{python} -m evalsuite serve --engine evalsuite.perf.serving:fixed_latency_engine "
+               "--engine-option latency_s=0 --port {port}").format(python=sys.executable,
+                                                                   port="{port}")
+    previous = set_max_image_pixels(50_000)
+    try:
+        server = start_server(ServerPlan(command, "model", 60.0), tmp_path / "server.log")
+    finally:
+        set_max_image_pixels(previous)
+    try:
+        url = "data:image/png;base64," + base64.b64encode(files["page.png"].read_bytes()).decode()
+        body = {"model": "fixed-latency", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "OCR"},
+        ]}]}
+        answer = httpx.post(f"{server.api_base}/chat/completions", json=body, timeout=30)
+    finally:
+        server.stop()
+    assert answer.status_code == 400, answer.text
+    assert "300×200 = 0.06 MP exceeds the limit of 0.05 MP" in answer.text
+
+
+def test_the_limit_variable_sets_the_commands_default(monkeypatch) -> None:
+    import argparse
+
+    from evalsuite.images import LIMIT_ENV, add_max_image_pixels_argument
+
+    monkeypatch.setenv(LIMIT_ENV, "1_000")
+    parser = argparse.ArgumentParser()
+    add_max_image_pixels_argument(parser)
+    assert parser.parse_args([]).max_image_pixels == 1000
+    assert parser.parse_args(["--max-image-pixels", "5"]).max_image_pixels == 5
+    monkeypatch.setenv(LIMIT_ENV, "lots")
+    with pytest.raises(ValueError, match=r"\$EVALSUITE_MAX_IMAGE_PIXELS: 'lots': expected"):
+        add_max_image_pixels_argument(argparse.ArgumentParser())

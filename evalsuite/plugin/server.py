@@ -33,6 +33,7 @@ from pathlib import Path
 
 from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
 from evalsuite.errors import EngineUnavailableError
+from evalsuite.images import LIMIT_ENV, max_image_pixels
 from evalsuite.vllm_plugin import (
     ARCHITECTURES,
     NGRAM_PROCESSOR,
@@ -223,7 +224,7 @@ def start_server(plan: ServerPlan, log_path: Path) -> RunningServer:
         try:
             process = subprocess.Popen(
                 shlex.split(command),
-                env={**os.environ, **SERVER_ENVIRONMENT},
+                env={**os.environ, **SERVER_ENVIRONMENT, LIMIT_ENV: str(max_image_pixels())},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
