@@ -85,12 +85,17 @@ def with_output_health(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
 
 @dataclass(frozen=True)
 class Sample:
-    """A benchmark sample: the engine request, what it is scored against, and display details."""
+    """A benchmark sample: the engine request, what it is scored against, and display details.
+
+    ``error``: an input problem found while the sample was built (e.g. an unreadable page
+    image); the sample is then recorded as failed with it, scored worst, without an engine call.
+    """
 
     sample_id: str
     request: InferenceRequest
     reference: Any = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -310,10 +315,14 @@ def run_benchmark(
     ``params["model_calls_by_mode"]`` the same per request mode.
     """
     all_specs = with_output_health(specs)
-    inferred = infer_all(
-        engine, engine_label, [s.request for s in samples], batch_size=batch_size, cache=cache
-    )
-    records = score_samples(samples, inferred.results, scorer, all_specs)
+    ready = [s.request for s in samples if s.error is None]
+    inferred = infer_all(engine, engine_label, ready, batch_size=batch_size, cache=cache)
+    answers = iter(inferred.results)
+    results = [
+        next(answers) if s.error is None else InferenceResult(text="", error=s.error)
+        for s in samples
+    ]
+    records = score_samples(samples, results, scorer, all_specs)
     return BenchmarkRecord(
         benchmark=benchmark,
         engine=engine_label,

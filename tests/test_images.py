@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageFile
 
-from evalsuite.engines.base import InferenceRequest, create_engine
+from evalsuite.engines.base import InferenceRequest, InferenceResult, create_engine
 from evalsuite.engines.deepseek_inputs import load_page_image
 from evalsuite.engines.served import encode_page
 from evalsuite.errors import ImageInputError
@@ -273,7 +273,7 @@ def test_a_bad_image_in_a_benchmark_is_a_failed_sample_with_its_reason(files):
     assert record.metrics["edit_precision"].n == len(names)
 
 
-def test_the_surya_loader_names_the_row_of_a_bad_image(tmp_path):
+def test_a_bad_surya_image_fails_its_own_sample_and_the_others_run(tmp_path):
     datasets = pytest.importorskip("datasets")
     good = page_bytes("PNG")
     table = datasets.Dataset.from_dict(
@@ -284,15 +284,31 @@ def test_the_surya_loader_names_the_row_of_a_bad_image(tmp_path):
     ).cast_column("image", datasets.Image(decode=False))
     parquet = tmp_path / "detection.parquet"
     table.to_parquet(str(parquet))
+    from evalsuite.benchmarks import surya_detection
     from evalsuite.datasets.surya import load_detection
 
-    pages = load_detection(parquet, limit=1)
-    assert pages[0].image.size == (300, 200) and pages[0].boxes == [(0.0, 0.0, 150.0, 100.0)]
-    with pytest.raises(ImageInputError) as refused:
-        load_detection(parquet)
-    assert str(refused.value) == (
-        f"{parquet} row 1 image: the file is empty (0 bytes), not an image"
+    good_page, bad_page = load_detection(parquet)
+    assert good_page.image.size == (300, 200) and good_page.boxes == [(0.0, 0.0, 150.0, 100.0)]
+    message = f"{parquet} row 1 image: the file is empty (0 bytes), not an image"
+    assert bad_page.image is None and bad_page.error == message
+
+    class BoxEngine:
+        name, kind, asked = "boxes", "ocr", []
+
+        def infer_batch(self, requests):
+            self.asked.extend(request.sample_id for request in requests)
+            return [InferenceResult("line", boxes=[(0.0, 0.0, 150.0, 100.0)]) for _ in requests]
+
+    engine = BoxEngine()
+    record = run_benchmark(
+        engine, surya_detection.samples([good_page, bad_page], "native"), surya_detection.score,
+        surya_detection.METRICS, benchmark="surya_detection", engine_label="boxes",
+        data="tmp", parameter="mode=native",
     )
+    assert engine.asked == ["0"]  # the unreadable page never reaches the engine
+    by_id = {sample.sample_id: sample for sample in record.samples}
+    assert by_id["0"].error is None and by_id["0"].scores["precision"] == 1.0
+    assert by_id["1"].error == message and by_id["1"].scores["precision"] == 0.0
 
 
 # --- front ends ----------------------------------------------------------------------------------
@@ -403,3 +419,29 @@ def test_the_limit_variable_sets_the_commands_default(monkeypatch) -> None:
     monkeypatch.setenv(LIMIT_ENV, "lots")
     with pytest.raises(ValueError, match=r"\$EVALSUITE_MAX_IMAGE_PIXELS: 'lots': expected"):
         add_max_image_pixels_argument(argparse.ArgumentParser())
+
+
+def test_the_lines_of_an_unreadable_recognition_page_fail_and_count_with_their_weight():
+    from evalsuite.benchmarks import surya_recognition
+    from evalsuite.datasets.surya import RecognitionPage
+
+    image = Image.new("RGB", (200, 40), "white")
+    good = RecognitionPage("0", image, [(0.0, 0.0, 200.0, 40.0)], ["hello"], "en")
+    bad = RecognitionPage("1", None, [(0.0, 0.0, 200.0, 40.0)], ["unreadable line"], "en",
+                          error="row 1 image: the file is empty (0 bytes), not an image")
+
+    class EchoLine:
+        name, kind = "echo", "ocr"
+
+        def infer_batch(self, requests):
+            return [InferenceResult("hello") for _ in requests]
+
+    record = run_benchmark(
+        EchoLine(), surya_recognition.samples([good, bad], "native"), surya_recognition.score,
+        surya_recognition.METRICS, benchmark="surya_recognition", engine_label="echo",
+        data="tmp", parameter="mode=native",
+    )
+    failed = next(s for s in record.samples if s.sample_id == "1/line000")
+    assert failed.error == bad.error
+    weights = [len("hello") ** 0.5, len("unreadable line") ** 0.5]
+    assert record.metrics["line_score"].value == pytest.approx(weights[0] / sum(weights))

@@ -73,6 +73,7 @@ BENCHMARK = register(
 
 
 def samples(items: Sequence[DetectionPage], mode: str) -> list[Sample]:
+    """One sample per page; a page whose image could not be read fails with its error."""
     return [
         Sample(
             item.page_id,
@@ -80,7 +81,11 @@ def samples(items: Sequence[DetectionPage], mode: str) -> list[Sample]:
                 item.image, MARKDOWN, mode, item.page_id,
                 {"benchmark": "surya_detection", "document": item.page_id},
             ),
-            details={"reference_boxes": [list(b) for b in item.boxes], "size": item.image.size},
+            details={
+                "reference_boxes": [list(b) for b in item.boxes],
+                "size": item.image.size if item.image is not None else None,
+            },
+            error=item.error,
         )
         for item in items
     ]

@@ -4,6 +4,7 @@ language, after Surya's text normalisation."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -88,16 +89,19 @@ def crop(image: Image.Image, box: Box) -> Image.Image:
 
 
 def samples(pages: Sequence[RecognitionPage], mode: str) -> list[Sample]:
-    """One request per reference line: the line cropped with a few pixels of margin."""
+    """One request per reference line: the line cropped with a few pixels of margin; the lines
+    of a page whose image could not be read fail with its error."""
     result = []
     for page in pages:
         for index, (box, text) in enumerate(zip(page.boxes, page.texts, strict=True)):
             sample_id = f"{page.page_id}/line{index:03d}"
             key = {"benchmark": "surya_recognition", "document": sample_id}
-            request = InferenceRequest(crop(page.image, box), FREE_OCR, mode, sample_id, key)
-            result.append(
-                Sample(sample_id, request, reference=text, details={"language": page.language})
-            )
+            image = crop(page.image, box) if page.image is not None else None
+            request = InferenceRequest(image, FREE_OCR, mode, sample_id, key)
+            # the line's weight is known before the engine answers: a failed line counts
+            weight = math.sqrt(len(normalize_recognition_text(text)))
+            details = {"language": page.language, "line_weight": weight}
+            result.append(Sample(sample_id, request, text, details, error=page.error))
     return result
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from PIL import Image
 
 from evalsuite.datasets import Schema, load_table
-from evalsuite.errors import DatasetFormatError
+from evalsuite.errors import DatasetFormatError, ImageInputError
 from evalsuite.images import open_image
 from evalsuite.metrics.boxes import Box
 
@@ -30,18 +30,26 @@ DETECTION_SCALE = 1000
 
 @dataclass(frozen=True)
 class DetectionPage:
+    """A page and its line boxes; ``error`` (and no image, no boxes) when its image cannot be
+    read: its sample then fails with that message, the other pages run."""
+
     page_id: str
-    image: Image.Image
+    image: Image.Image | None
     boxes: list[Box]  # pixels
+    error: str | None = None
 
 
 @dataclass(frozen=True)
 class RecognitionPage:
+    """A page, its line boxes and texts; ``error`` (and no image) when its image cannot be
+    read: its line samples then fail with that message, the other pages run."""
+
     page_id: str
-    image: Image.Image
+    image: Image.Image | None
     boxes: list[Box]  # pixels
     texts: list[str]
     language: str
+    error: str | None = None
 
 
 def _load_rows(path: Path, benchmark: str, schema: Schema) -> Any:
@@ -51,12 +59,17 @@ def _load_rows(path: Path, benchmark: str, schema: Schema) -> Any:
     return load_table(path, benchmark, schema).cast_column("image", datasets.Image(decode=False))
 
 
-def _page_image(row: Mapping[str, Any], path: Path, index: int) -> Image.Image:
-    """Row ``index``'s image in RGB; ImageInputError naming the row for a bad one."""
+def _page_image(
+    row: Mapping[str, Any], path: Path, index: int
+) -> tuple[Image.Image | None, str | None]:
+    """Row ``index``'s image in RGB, or None and the ImageInputError's message naming the row."""
     stored = row["image"]
     source = stored["bytes"] if stored["bytes"] is not None else stored["path"]
-    with open_image(source, what=f"{path} row {index} image") as image:
-        return image.convert("RGB")
+    try:
+        with open_image(source, what=f"{path} row {index} image") as image:
+            return image.convert("RGB"), None
+    except ImageInputError as exc:
+        return None, str(exc)
 
 
 def scale_box(box: Any, width: int, height: int) -> Box:
@@ -76,7 +89,10 @@ def load_detection(path: Path, limit: int | None = None) -> list[DetectionPage]:
     for index, row in enumerate(rows):
         if limit is not None and index >= limit:
             break
-        image = _page_image(row, path, index)
+        image, error = _page_image(row, path, index)
+        if image is None:
+            pages.append(DetectionPage(str(row.get("id", index)), None, [], error))
+            continue
         boxes = [scale_box(b, image.width, image.height) for b in row["bboxes"]]
         pages.append(DetectionPage(str(row.get("id", index)), image, boxes))
     return pages
@@ -95,13 +111,15 @@ def load_recognition(path: Path, limit: int | None = None) -> list[RecognitionPa
         language = row["language"]
         if isinstance(language, list):
             language = language[0] if language else "unknown"
+        image, error = _page_image(row, path, index)
         pages.append(
             RecognitionPage(
                 str(row.get("id", index)),
-                _page_image(row, path, index),
+                image,
                 [tuple(float(v) for v in b) for b in row["bboxes"]],
                 list(row["text"]),
                 str(language),
+                error,
             )
         )
     return pages
