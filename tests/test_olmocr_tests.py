@@ -338,3 +338,19 @@ def test_score_command_prints_the_official_numbers_and_each_failed_test(capsys) 
 def test_score_command_refuses_a_folder_that_is_not_a_benchmark(tmp_path: Path, capsys) -> None:
     code = main(["score", "olmocr-bench", "--tests", str(tmp_path), "--pred", str(tmp_path)])
     assert code == 2 and "has no pdfs/ folder" in capsys.readouterr().err
+
+
+def test_katex_is_fetched_once_into_a_fresh_user_cache(tmp_path: Path, monkeypatch) -> None:
+    """On a machine without the cache, npm pack fills it with the files olmocr ships."""
+    import hashlib
+
+    from evalsuite.render.katex import KATEX_DIR_VARIABLE, katex_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv(KATEX_DIR_VARIABLE, raising=False)
+    folder = katex_dir()
+    assert folder == tmp_path / ".cache" / "evalsuite" / "katex-0.16.21"
+    script = hashlib.sha1((folder / "katex.min.js").read_bytes()).hexdigest()
+    assert script == "c2303db4de66c51e090c3efdacf2d1b9e4c76ae7"  # olmocr 0.4.27's katex.min.js
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["katex-0.16.21"]  # no staging left
+    assert katex_dir() == folder

@@ -116,6 +116,7 @@ def katex_dir() -> Path:
             f"(apt-get install -y npm), or put {' and '.join(_ASSETS)} in a folder named by "
             f"{KATEX_DIR_VARIABLE}"
         )
+    folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         packed = subprocess.run(
             [npm, "pack", f"katex@{KATEX_VERSION}", "--pack-destination", scratch],
@@ -123,17 +124,18 @@ def katex_dir() -> Path:
         )
         if packed.returncode != 0:
             raise KatexUnavailable(f"npm pack katex@{KATEX_VERSION} failed: {packed.stderr[-500:]}")
-        staging = Path(tempfile.mkdtemp(dir=folder.parent if folder.parent.exists() else None))
+        staging = Path(tempfile.mkdtemp(dir=folder.parent))  # beside it: the rename is atomic
         with tarfile.open(Path(scratch) / f"katex-{KATEX_VERSION}.tgz") as archive:
             for name in _ASSETS:
                 member = archive.extractfile(f"package/dist/{name}")
                 assert member is not None
                 (staging / name).write_bytes(member.read())
-    folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         staging.rename(folder)
     except OSError:  # another process filled it first
         shutil.rmtree(staging, ignore_errors=True)
+    if not all((folder / name).is_file() for name in _ASSETS):
+        raise KatexUnavailable(f"{folder} lacks {' or '.join(_ASSETS)} after fetching them")
     return folder
 
 
