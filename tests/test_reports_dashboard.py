@@ -315,6 +315,12 @@ def test_trend_charts_are_small_multiples_with_stable_colors_and_clipped_whisker
          ["r1", "r2"]),
         ([("2026-01-01T06:00:00Z", "r1", "nightly"), ("2026-01-01T07:00:00Z", "r2", "ft")],
          ["nightly", "ft"]),
+        # a name repeated or missing keeps the names and tells the runs apart by date
+        ([("2026-01-01T06:00:00Z", "r1", "base"), ("2026-01-02T06:00:00Z", "r2", "base"),
+          ("2026-01-03T06:00:00Z", "r3", None)],
+         ["base 01-01", "base 01-02", "01-03"]),
+        ([("2026-01-01T06:00:01Z", "r1", "base"), ("2026-01-01T06:00:02Z", "r2", "base")],
+         ["base r1", "base r2"]),
     ],
 )
 def test_runs_on_the_x_axis_have_distinct_labels(runs: list, labels: list[str]) -> None:
@@ -336,3 +342,25 @@ def test_a_long_history_draws_the_newest_runs_and_keeps_the_page_bounded(tmp_pat
     assert len(dots) == 4 * charts.MAX_RUNS_DRAWN
     assert abs(len(long) - len(half)) < 0.002 * len(half)  # twice the runs, the same page
     assert len(long.encode()) < dashboard.PAGE_BYTES_BOUND
+
+
+def test_page_metric_whiskers_stay_within_their_scales() -> None:
+    """The pages benchmark declares its scales: a t interval past 100 (overall) or below 0 (an
+    edit distance) is drawn clipped to the scale."""
+    from evalsuite.benchmarks import pages
+
+    series: dict[SeriesKey, list[Point]] = {}
+    for run in range(2):
+        for metric, (value, low, high) in {
+            "overall": (97.0, 90.5, 103.5), "text_block_Edit_dist": (0.02, -0.038, 0.08),
+        }.items():
+            key = SeriesKey("pages", "tesseract", "pages@x", "mode=native", metric)
+            summary = MetricSummary(value, 5, low, high, "mean",
+                                    "lower" if "Edit" in metric else "higher")
+            series.setdefault(key, []).append(
+                Point(f"run{run}", f"2026-01-0{run + 1}T06:00:00Z", "base", summary))
+    specs = {spec.name: spec for spec in pages.METRICS}
+    charts, _ = trend_charts("pages", series, {}, None, specs)
+    ends = {chart.y_label: {(p.low, p.high) for s in chart.series for p in s.points}
+            for chart in charts}
+    assert ends == {"overall": {(90.5, 100.0)}, "text_block_Edit_dist": {(0.0, 0.08)}}

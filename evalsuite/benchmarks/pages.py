@@ -21,17 +21,17 @@ from evalsuite.datasets.pages import UserPage, load_user_pages, render_pdf_page
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.markdown import aggregate_pages
 from evalsuite.prompts import MARKDOWN
-from evalsuite.runner import MetricSpec, Sample
+from evalsuite.runner import UNIT, MetricSpec, Sample
 
 PAGES_OPTION = "--pages-dir"
 METRICS = (
-    MetricSpec("overall", tolerance=2.0),
-    MetricSpec("text_block_Edit_dist", direction="lower", tolerance=0.03),
-    MetricSpec("reading_order_Edit_dist", direction="lower", tolerance=0.03),
-    MetricSpec("table_TEDS", tolerance=3.0),
-    MetricSpec("edit_precision", tolerance=0.02),
-    MetricSpec("word_f1", tolerance=0.02),
-    MetricSpec("crr", tolerance=0.02),
+    MetricSpec("overall", bounds=(0.0, 100.0), tolerance=2.0),
+    MetricSpec("text_block_Edit_dist", bounds=UNIT, direction="lower", tolerance=0.03),
+    MetricSpec("reading_order_Edit_dist", bounds=UNIT, direction="lower", tolerance=0.03),
+    MetricSpec("table_TEDS", bounds=(0.0, 100.0), tolerance=3.0),
+    MetricSpec("edit_precision", bounds=UNIT, tolerance=0.02),
+    MetricSpec("word_f1", bounds=UNIT, tolerance=0.02),
+    MetricSpec("crr", bounds=(None, 1.0), tolerance=0.02),  # 1 - distance / length: can go < 0
 )
 
 BENCHMARK = register(

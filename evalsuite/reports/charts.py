@@ -146,14 +146,23 @@ def clip(value: float | None, bounds: Bounds) -> float | None:
 
 
 def run_labels(runs: Sequence[tuple[str, str, str | None]]) -> list[str]:
-    """Distinct x labels of (created_utc, run_id, run_name) runs: the run name where every run
-    has a distinct one, else ``MM-DD``, ``MM-DD HH:MM`` where days repeat, and the run id where
-    even minutes repeat."""
-    names = [name for _, _, name in runs]
-    if all(names) and len(set(names)) == len(names):
-        return [str(name) for name in names]
-    for cut in (slice(5, 10), slice(5, 16)):
-        labels = [created[cut].replace("T", " ") for created, _, _ in runs]
+    """Distinct x labels of (created_utc, run_id, run_name) runs: a run's name (``--run-name``)
+    is always shown when it has one; alone when every run has a distinct name, else followed by
+    ``MM-DD``, by ``MM-DD HH:MM`` where days repeat, by the run id where even minutes repeat."""
+
+    def label(created: str, run_id: str, name: str | None, when: slice | str | None) -> str:
+        if when is None:
+            stamp = ""
+        elif isinstance(when, slice):
+            stamp = created[when].replace("T", " ")
+        else:
+            stamp = run_id
+        return " ".join(part for part in (name, stamp) if part)
+
+    every_named = all(name for _, _, name in runs)
+    steps: list[slice | str | None] = [slice(5, 10), slice(5, 16), "id"]
+    for when in ([None] if every_named else []) + steps:
+        labels = [label(created, run_id, name, when) for created, run_id, name in runs]
         if len(set(labels)) == len(labels):
             return labels
     return [run_id for _, run_id, _ in runs]
