@@ -89,6 +89,8 @@ class Sample:
 
     ``error``: an input problem found while the sample was built (e.g. an unreadable page
     image); the sample is then recorded as failed with it, scored worst, without an engine call.
+    A metric's weight (``MetricSpec.weight``) found in ``details`` is the sample's weight unless
+    the scorer returns one.
     """
 
     sample_id: str
@@ -232,11 +234,13 @@ def score_samples(
                     scores = dict(scored)
         if error is not None:
             scores = {spec.name: spec.worst for spec in specs}
-            # a failed sample keeps the weight it was built with: weighted means count it
-            scores.update({spec.weight: sample.details[spec.weight] for spec in specs
-                           if spec.weight is not None and spec.weight in sample.details})
         else:
             scores.update(output_health(result.text))
+        # a weight the sample was built with counts unless the scorer gives one, so a failed
+        # sample still weighs in a weighted mean
+        for spec in specs:
+            if spec.weight is not None and spec.weight in sample.details:
+                scores.setdefault(spec.weight, sample.details[spec.weight])
         details = {
             **dict(sample.details),
             "latency_s": round(result.latency_s, 4),

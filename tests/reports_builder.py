@@ -26,6 +26,7 @@ from pathlib import Path
 import jsonschema
 from referencing import Registry, Resource
 
+from evalsuite import browser
 from evalsuite.metrics import edit_precision
 from evalsuite.records.history import append_history
 from evalsuite.records.model import BenchmarkRecord, SampleRecord
@@ -301,48 +302,14 @@ def expected_charts(runs: list) -> dict[str, int]:
 
 # --- headless Chromium, for the browser tests and the README's screenshots -----------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 VIEWPORT = (1280, 900)
 """The window the layout is checked in and the screenshots are taken at (CSS px)."""
-BROWSER_FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--force-device-scale-factor=1",
-)
-
-
-def missing_browser() -> list[str]:
-    """The Debian packages' files that are missing (chromium, chromium-driver)."""
-    return [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
 
 
 def start_chromium(profile: Path, downloads: Path | None = None):  # -> WebDriver
-    """Headless Chromium through the system's chromedriver (Selenium Manager downloads
-    nothing), its window :data:`VIEWPORT` wide inside, console logging on."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in BROWSER_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    if downloads is not None:
-        options.add_experimental_option("prefs", {
-            "download.default_directory": str(downloads), "download.prompt_for_download": False,
-        })
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    set_viewport(driver, *VIEWPORT)
-    return driver
-
-
-def set_viewport(driver, width: int, height: int) -> None:
-    """Make the page's viewport (``innerWidth`` x ``innerHeight``) exactly this size."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False,
-    })
+    """Headless Chromium :data:`VIEWPORT` wide inside, console logging on."""
+    return browser.start_chromium(VIEWPORT, profile=profile, downloads=downloads,
+                                  console_log=True)
 
 
 def write_screenshots(folder: Path, runs: int = 20) -> list[Path]:
@@ -364,7 +331,7 @@ def write_screenshots(folder: Path, runs: int = 20) -> list[Path]:
             driver.get(page.resolve().as_uri())
             shots = [folder / "dashboard.png", folder / "dashboard-ranking.png"]
             driver.save_screenshot(str(shots[0]))
-            set_viewport(driver, VIEWPORT[0], 1300)  # the rankings and a row of charts
+            browser.set_viewport(driver, VIEWPORT[0], 1300)  # the rankings and a row of charts
             driver.execute_script(
                 "document.documentElement.style.scrollBehavior = 'auto';"
                 "window.scrollTo(0, document.querySelector('#bench-fox h3').offsetTop - 80);"

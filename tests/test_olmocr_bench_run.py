@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evalsuite.benchmarks.olmocr_bench import GATED_PER_FILE
-from evalsuite.metrics.olmocr_bench import load_bench, score_predictions
+from evalsuite.datasets.olmocr_bench import load_olmocr_bench
+from evalsuite.metrics.olmocr_bench import score_predictions
 from evalsuite.records.results import read_results
 from tests.faults_support import bench_env
 from tests.subprocess_runs import needs_tesseract, run_pytest
@@ -28,8 +29,8 @@ def test_benchmark_scores_equal_the_score_command_on_its_own_predictions(tmp_pat
     (results,) = reports.glob("*/results.json")
     (record,) = read_results(results).records
     predictions = results.parent / "olmocr_bench_predictions" / "tesseract-native-fixtures"
-    tests, pdfs = load_bench(FIXTURE)
-    scores = score_predictions(tests, pdfs, predictions)
+    bench = load_olmocr_bench(FIXTURE)
+    scores = score_predictions(bench.tests, bench.pdfs, predictions)
     assert scores.errors == []
     assert record.metrics["overall"].value == pytest.approx(scores.overall, abs=1e-12)
     for name, rate in scores.per_category.items():

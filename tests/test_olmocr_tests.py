@@ -20,12 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalsuite.cli import main
-from evalsuite.metrics.olmocr_bench import (
-    BenchLayoutError,
-    bootstrap_ci,
-    load_bench,
-    score_predictions,
-)
+from evalsuite.datasets.olmocr_bench import load_olmocr_bench
+from evalsuite.errors import DatasetFormatError
+from evalsuite.metrics.olmocr_bench import bootstrap_ci, score_predictions
 from evalsuite.metrics.olmocr_tests import (
     OLMOCR_VERSION,
     BaselineTest,
@@ -257,10 +254,10 @@ def test_bootstrap_interval_equals_the_official_function_draw_for_draw() -> None
 @pytest.mark.parametrize("candidate", ["candA", "candD"])
 def test_a_complete_candidate_scores_as_the_official_benchmark(candidate: str) -> None:
     official = official_runs()[0]["log"]["evaluate_candidate"][candidate]
-    tests, pdfs = load_bench(BENCH)
+    bench = load_olmocr_bench(BENCH)
     official_ids = sorted(t[0] for t in official["all_tests_order"])
-    assert sorted(item.test.id for item in tests) == official_ids
-    scores = score_predictions(tests, pdfs, BENCH / candidate)
+    assert sorted(item.test.id for item in bench.tests) == official_ids
+    scores = score_predictions(bench.tests, bench.pdfs, BENCH / candidate)
     assert scores.errors == [] and scores.missing_pages == []
     assert {o.id: {"passed": o.passed, "explanation": o.explanation} for o in scores.outcomes} == {
         test_id: {"passed": r["passed"], "explanation": r["explanation"]}
@@ -278,8 +275,8 @@ def test_a_complete_candidate_scores_as_the_official_benchmark(candidate: str) -
 @pytest.mark.browser
 @pytest.mark.parametrize("candidate", ["candB", "candC"])
 def test_missing_pages_fail_their_tests_and_the_candidate(candidate: str) -> None:
-    tests, pdfs = load_bench(BENCH)
-    scores = score_predictions(tests, pdfs, BENCH / candidate)
+    bench = load_olmocr_bench(BENCH)
+    scores = score_predictions(bench.tests, bench.pdfs, BENCH / candidate)
     assert scores.missing_pages and scores.to_json()["status"] == "FAILED (errors)"
     missing = [o for o in scores.outcomes if o.explanation == "Missing MD files"]
     assert missing and all(not o.passed for o in missing)
@@ -288,30 +285,30 @@ def test_missing_pages_fail_their_tests_and_the_candidate(candidate: str) -> Non
 
 
 def test_bench_layout_errors_name_the_problem(tmp_path: Path) -> None:
-    with pytest.raises(BenchLayoutError, match="no pdfs/ folder"):
-        load_bench(tmp_path)
+    with pytest.raises(DatasetFormatError, match="no pdfs/ folder"):
+        load_olmocr_bench(tmp_path)
     (tmp_path / "pdfs").mkdir()
-    with pytest.raises(BenchLayoutError, match="no PDF under"):
-        load_bench(tmp_path)
+    with pytest.raises(DatasetFormatError, match="no PDF under"):
+        load_olmocr_bench(tmp_path)
     for name in ("b1.pdf", "blank.pdf"):
         (tmp_path / "pdfs" / name).write_bytes((BENCH / "pdfs" / name).read_bytes())
-    with pytest.raises(BenchLayoutError, match=r"no \.jsonl test file"):
-        load_bench(tmp_path)
+    with pytest.raises(DatasetFormatError, match=r"no \.jsonl test file"):
+        load_olmocr_bench(tmp_path)
     line = {"pdf": "b1.pdf", "page": 1, "id": "t1", "type": "present", "text": "x"}
     (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
-    with pytest.raises(BenchLayoutError, match=r"a\.jsonl:2: duplicate test id 't1'"):
-        load_bench(tmp_path)
+    with pytest.raises(DatasetFormatError, match=r"a\.jsonl:2: duplicate test id 't1'"):
+        load_olmocr_bench(tmp_path)
     (tmp_path / "a.jsonl").write_text(json.dumps({**line, "type": "presnt"}) + "\n")
-    with pytest.raises(BenchLayoutError, match=r"a\.jsonl:1: Unknown test type: presnt"):
-        load_bench(tmp_path)
+    with pytest.raises(DatasetFormatError, match=r"a\.jsonl:1: Unknown test type: presnt"):
+        load_olmocr_bench(tmp_path)
     (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n")
-    tests, pdfs = load_bench(tmp_path)  # blank.pdf's page 1 has its automatic baseline
-    assert pdfs == ["b1.pdf", "blank.pdf"]
-    assert [(t.test.id, t.category) for t in tests] == [
+    bench = load_olmocr_bench(tmp_path)  # blank.pdf's page 1 has its automatic baseline
+    assert bench.pdfs == ["b1.pdf", "blank.pdf"]
+    assert [(t.test.id, t.category) for t in bench.tests] == [
         ("t1", "a.jsonl"), ("b1.pdf_baseline", "baseline"), ("blank.pdf_baseline", "baseline")
     ]
-    with pytest.raises(BenchLayoutError, match=r"prediction folder .* does not exist"):
-        score_predictions(tests, pdfs, tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=r"prediction folder .* does not exist"):
+        score_predictions(bench.tests, bench.pdfs, tmp_path / "nowhere")
 
 
 @pytest.mark.browser

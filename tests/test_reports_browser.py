@@ -21,11 +21,11 @@ from reports_builder import (
     VIEWPORT,
     build_runs,
     expected_charts,
-    missing_browser,
     start_chromium,
     write_reports,
 )
 
+from evalsuite.browser import INSTALL_HINT, missing_browser
 from evalsuite.reports import compare, dashboard
 from evalsuite.reports.charts import MAX_SERIES
 
@@ -42,8 +42,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     missing = missing_browser()
     if missing:
-        pytest.skip(f"{', '.join(missing)} missing: apt-get install -y chromium chromium-driver "
-                    "(make setup does it where it can)")
+        pytest.skip(f"{', '.join(missing)} missing: {INSTALL_HINT}")
     downloads = tmp_path_factory.mktemp("downloads")
     driver = start_chromium(tmp_path_factory.mktemp("chromium-profile"), downloads)
     driver.downloads = downloads  # type: ignore[attr-defined]

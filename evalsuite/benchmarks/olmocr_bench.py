@@ -19,6 +19,7 @@ from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.datasets.fetch import HubFiles
 from evalsuite.datasets.olmocr_bench import OlmocrBench, load_olmocr_bench
 from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.metrics.olmocr_bench import prediction_file_name
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION, parse_test
 from evalsuite.prompts import MARKDOWN
 from evalsuite.records.model import BenchmarkRecord
@@ -106,7 +107,7 @@ def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
         if sample.error is not None or sample.prediction is None:
             continue
         pdf, page = sample.details["page"].rsplit("#", 1)
-        target = folder / f"{pdf.removesuffix('.pdf')}_pg{page}_repeat1.md"
+        target = folder / prediction_file_name(pdf, page)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(sample.prediction, encoding="utf-8")
 
@@ -114,6 +115,5 @@ def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
 def score(sample: Sample, result: InferenceResult) -> Scored:
     """The test's official verdict on the page's markdown, its explanation when it failed."""
     verdict = parse_test(json.loads(sample.reference)).run(result.text)
-    scores = {"pass_rate": verdict.passed, "overall": float(verdict.passed),
-              OVERALL_WEIGHT: sample.details[OVERALL_WEIGHT]}
+    scores = {"pass_rate": verdict.passed, "overall": float(verdict.passed)}  # weight: details
     return Scored(scores, {"why": verdict.explanation} if not verdict.passed else {})

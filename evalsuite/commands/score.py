@@ -17,12 +17,9 @@ import argparse
 import json
 import sys
 
-from evalsuite.metrics.olmocr_bench import (
-    BenchLayoutError,
-    BenchScores,
-    load_bench,
-    score_predictions,
-)
+from evalsuite.datasets.olmocr_bench import load_olmocr_bench
+from evalsuite.errors import DatasetFormatError
+from evalsuite.metrics.olmocr_bench import BenchScores, score_predictions
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION
 from evalsuite.render.katex import KatexUnavailable
 from evalsuite.textformat import format_table, shorten
@@ -47,10 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        tests, pdfs = load_bench(args.tests, force=args.force)
-        scores = score_predictions(tests, pdfs, args.pred, n_bootstrap=args.bootstrap_samples,
-                                   seed=args.seed)
-    except (BenchLayoutError, KatexUnavailable, OSError) as error:
+        bench = load_olmocr_bench(args.tests, force=args.force)
+        scores = score_predictions(bench.tests, bench.pdfs, args.pred,
+                                   n_bootstrap=args.bootstrap_samples, seed=args.seed)
+    except (DatasetFormatError, KatexUnavailable, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
@@ -73,14 +70,10 @@ def summary(scores: BenchScores) -> str:
         "mean of the per-file scores",
         "",
     ]
-    counts: dict[str, list[int]] = {}
-    for outcome in scores.outcomes:
-        passed_total = counts.setdefault(outcome.category, [0, 0])
-        passed_total[0] += outcome.passed
-        passed_total[1] += 1
+    counts = scores.category_counts()
     lines.append(format_table(
         ("test file", "score", "passed"),
-        [(name, f"{rate * 100:.1f}%", f"{counts[name][0]}/{counts[name][1]}")
+        [(name, f"{rate * 100:.1f}%", "{}/{}".format(*counts[name]))
          for name, rate in scores.per_category.items()],
         align="lrr",
     ))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -84,17 +85,21 @@ def load_user_pages(folder: Path) -> list[UserPage]:
     return pages
 
 
-def render_pdf_page(path: Path, index: int, dpi: float) -> Image.Image:
-    """Page ``index`` (0-based) of the PDF at ``path``, rendered at ``dpi`` dots per inch (RGB)."""
-    import pypdfium2
-
-    try:
-        document = pypdfium2.PdfDocument(path)
-    except pypdfium2.PdfiumError as exc:
-        raise DatasetFormatError(f"pages: cannot read PDF {path}: {exc}") from exc
+def render_pdf_page(
+    path: Path, index: int, dpi: float | None = None, *, longest_side: int | None = None
+) -> Image.Image:
+    """Page ``index`` (0-based) of the PDF at ``path`` (RGB), rendered at ``dpi`` dots per inch
+    or, with ``longest_side``, at the resolution that makes its longer side that many pixels."""
+    if (dpi is None) == (longest_side is None):
+        raise ValueError("render_pdf_page: give dpi or longest_side, not both or neither")
+    document = _open_pdf(path)
     try:
         page = document[index]
-        width, height = (round(side * dpi / POINTS_PER_INCH) for side in page.get_size())
+        points = page.get_size()
+        if longest_side is not None:
+            dpi = longest_side * POINTS_PER_INCH / max(points)
+        assert dpi is not None
+        width, height = (round(side * dpi / POINTS_PER_INCH) for side in points)
         if width * height > max_image_pixels():
             raise DatasetFormatError(
                 f"pages: {path.name} page {index + 1} at {dpi:g} dpi is {width}×{height} = "
@@ -105,6 +110,25 @@ def render_pdf_page(path: Path, index: int, dpi: float) -> Image.Image:
         return page.render(scale=dpi / POINTS_PER_INCH).to_pil().convert("RGB")
     finally:
         document.close()
+
+
+def pdf_page_count(path: Path) -> int:
+    """The number of pages of the PDF at ``path``; DatasetFormatError when PDFium cannot read
+    it."""
+    document = _open_pdf(path)
+    try:
+        return len(document)
+    finally:
+        document.close()
+
+
+def _open_pdf(path: Path) -> Any:
+    import pypdfium2
+
+    try:
+        return pypdfium2.PdfDocument(path)
+    except pypdfium2.PdfiumError as exc:
+        raise DatasetFormatError(f"pages: cannot read PDF {path}: {exc}") from exc
 
 
 def _truth_files(page_file: Path) -> list[Path]:
@@ -140,16 +164,7 @@ def _check_image(path: Path) -> None:
 
 
 def _pdf_pages(path: Path, truth: str) -> list[UserPage]:
-    import pypdfium2
-
-    try:
-        document = pypdfium2.PdfDocument(path)
-    except pypdfium2.PdfiumError as exc:
-        raise DatasetFormatError(f"pages: cannot read PDF {path}: {exc}") from exc
-    try:
-        count = len(document)
-    finally:
-        document.close()
+    count = pdf_page_count(path)
     parts = truth.removesuffix(PAGE_BREAK).split(PAGE_BREAK)
     if len(parts) != count:
         raise DatasetFormatError(

@@ -45,6 +45,7 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite": "bottom",  # the package itself: only __version__
     "evalsuite.errors": "bottom",
     "evalsuite.images": "bottom",
+    "evalsuite.browser": "bottom",
     "evalsuite.textformat": "bottom",
     "evalsuite.prompts": "bottom",
     "evalsuite.tokens": "bottom",

@@ -1,9 +1,9 @@
 """olmOCR-bench scores of a folder of markdown pages, as olmocr 0.4.27's ``benchmark.py`` counts.
 
-Layout (the published ``bench_data``): ``*.jsonl`` test files (a category each, named by the
-file), ``pdfs/**/*.pdf``; predictions ``<pdf path less .pdf>_pg<page>_repeat<n>.md`` under the
-prediction folder (the same sub-folders as the PDFs). Each PDF without a ``baseline`` test gets
-one (``<pdf>_baseline``, page 1, category ``baseline``).
+The tests come from :func:`evalsuite.datasets.olmocr_bench.load_olmocr_bench` (a category per
+JSONL file, plus an automatic ``baseline`` test per PDF); predictions are
+``<pdf path less .pdf>_pg<page>_repeat<n>.md`` under the prediction folder
+(:func:`prediction_file_name`).
 
 - A test passes when more than half of its page's repeats pass (1 of 2 fails); its explanation
   is the first failing repeat's, else "All repeats passed".
@@ -24,7 +24,6 @@ one (``<pdf>_baseline``, page 1, category ``baseline``).
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -33,22 +32,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pypdfium2
 
-from evalsuite.metrics.olmocr_tests import PageTest, TestDefinitionError, parse_test
+from evalsuite.metrics.olmocr_tests import PageTest
 
 BASELINE_CATEGORY = "baseline"
 MISSING_EXPLANATION = "Missing MD files"
 
 
-class BenchLayoutError(ValueError):
-    """The tests folder or the predictions folder is not laid out as olmOCR-bench's."""
-
-
 @dataclass(frozen=True)
 class BenchTest:
     """A test, the category (JSONL file name, or ``baseline``) it counts in, and its line as
-    read (``parse_test(line)`` gives the test again)."""
+    read (:func:`evalsuite.metrics.olmocr_tests.parse_test` of it gives the test again)."""
 
     test: PageTest
     category: str
@@ -86,6 +80,12 @@ class BenchScores:
     missing_pages: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    def category_counts(self) -> dict[str, tuple[int, int]]:
+        """Per category (in :attr:`per_category`'s order): tests passed, tests."""
+        groups = _categories(self.outcomes)
+        return {name: (sum(o.passed for o in groups[name]), len(groups[name]))
+                for name in self.per_category}
+
     def to_json(self) -> dict[str, object]:
         return {
             "tests": {o.id: {"passed": o.passed, "explanation": o.explanation}
@@ -100,71 +100,20 @@ class BenchScores:
         }
 
 
-def load_bench(tests_dir: str | Path, *, force: bool = False) -> tuple[list[BenchTest], list[str]]:
-    """The tests of every ``*.jsonl`` in ``tests_dir`` (file-name order, lines in order) plus
-    the automatic baselines, and the PDFs (paths under ``pdfs/``, sorted).
-
-    Raises BenchLayoutError naming what is wrong: no ``pdfs`` folder or PDF, no JSONL, a line
-    that is not a valid test (with file and line), a duplicate id, or (unless ``force``) a PDF
-    page without any test, which the reference also refuses.
-    """
-    root = Path(tests_dir)
-    pdf_root = root / "pdfs"
-    if not pdf_root.is_dir():
-        raise BenchLayoutError(f"{root} has no pdfs/ folder (the bench_data layout)")
-    pdfs = sorted(path.relative_to(pdf_root).as_posix() for path in pdf_root.rglob("*.pdf"))
-    if not pdfs:
-        raise BenchLayoutError(f"no PDF under {pdf_root}")
-    files = sorted(root.glob("*.jsonl"))
-    if not files:
-        raise BenchLayoutError(f"no .jsonl test file in {root}")
-    tests: list[BenchTest] = []
-    seen: set[str] = set()
-    for path in files:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                fields = json.loads(line)
-                test = parse_test(fields)
-            except (json.JSONDecodeError, TestDefinitionError) as error:
-                raise BenchLayoutError(f"{path}:{number}: {error}") from error
-            if test.id in seen:
-                raise BenchLayoutError(f"{path}:{number}: duplicate test id {test.id!r}")
-            seen.add(test.id)
-            tests.append(BenchTest(test, path.name, fields))
-    for pdf in pdfs:
-        if not any(item.test.type == "baseline" and item.test.pdf == pdf for item in tests):
-            fields = {"pdf": pdf, "page": 1, "id": f"{pdf}_baseline", "type": "baseline"}
-            tests.append(BenchTest(parse_test(fields), BASELINE_CATEGORY, fields))
-    if not force:
-        tested = {(item.test.pdf, item.test.page) for item in tests}
-        untested = [f"{pdf} page {page}" for pdf in pdfs
-                    for page in range(1, _page_count(pdf_root / pdf) + 1)
-                    if (pdf, page) not in tested]
-        if untested:
-            raise BenchLayoutError(
-                f"no test for {', '.join(untested[:5])}"
-                f"{' …' if len(untested) > 5 else ''} (force to score anyway)"
-            )
-    return tests, pdfs
-
-
-def _page_count(path: Path) -> int:
-    document = pypdfium2.PdfDocument(str(path))
-    try:
-        return len(document)
-    finally:
-        document.close()
+def prediction_file_name(pdf: str, page: int | str, repeat: int | str = 1) -> str:
+    """olmOCR-bench's candidate naming: ``<pdf path less .pdf>_pg<page>_repeat<repeat>.md``."""
+    return f"{pdf.removesuffix('.pdf')}_pg{page}_repeat{repeat}.md"
 
 
 def prediction_files(
     pred_dir: str | Path, pdfs: Sequence[str]
 ) -> dict[tuple[str, int], list[Path]]:
-    """(pdf, page) → its repeat files ``<pdf less .pdf>_pg<page>_repeat<n>.md``, sorted."""
+    """(pdf, page) → its repeat files (:func:`prediction_file_name`), sorted.
+
+    FileNotFoundError when ``pred_dir`` is not a folder."""
     root = Path(pred_dir)
     if not root.is_dir():
-        raise BenchLayoutError(f"prediction folder {root} does not exist")
+        raise FileNotFoundError(f"prediction folder {root} does not exist")
     found: dict[tuple[str, int], list[Path]] = defaultdict(list)
     by_stem = {pdf.removesuffix(".pdf"): pdf for pdf in pdfs}
     pattern = re.compile(r"^(?P<stem>.+)_pg(?P<page>\d+)_repeat\d+\.md$")
@@ -195,8 +144,8 @@ def score_predictions(
             label = f"{test.pdf} page {test.page}"
             if label not in missing:
                 missing.append(label)
-                errors.append(f"missing prediction for {label} (expected "
-                              f"{test.pdf.removesuffix('.pdf')}_pg{test.page}_repeat*.md)")
+                expected = prediction_file_name(test.pdf, test.page, "*")
+                errors.append(f"missing prediction for {label} (expected {expected})")
             outcomes.append(TestOutcome(test.id, item.category, test.type, test.pdf, test.page,
                                         False, 0.0, MISSING_EXPLANATION, 0))
             continue

@@ -41,7 +41,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from bs4 import BeautifulSoup
 from fuzzysearch import find_near_matches
@@ -122,6 +122,15 @@ class PageTest:
     checked: Any = None
     url: Any = None
 
+    required_texts: ClassVar[tuple[str, ...]] = ()
+    """Text fields a line of this type must have."""
+    optional_texts: ClassVar[tuple[str, ...]] = ()
+    normalized: ClassVar[bool] = True
+    """Whether the text fields are normalised when the line is read (all types but math)."""
+
+    def check(self) -> None:
+        """Raise TestDefinitionError where the official loader refuses the test as read."""
+
     def run(self, markdown: str) -> Verdict:
         """Decide the test on a page's markdown."""
         raise NotImplementedError
@@ -135,6 +144,12 @@ class PresenceTest(PageTest):
     case_sensitive: Any = True
     first_n: Any = None
     last_n: Any = None
+
+    required_texts: ClassVar[tuple[str, ...]] = ("text",)
+
+    def check(self) -> None:
+        if not self.text.strip():
+            raise TestDefinitionError("Text field cannot be empty")
 
     def run(self, markdown: str) -> Verdict:
         query, page = self.text, normalize_text(markdown)
@@ -169,6 +184,18 @@ class OrderTest(PageTest):
 
     before: str = ""
     after: str = ""
+
+    required_texts: ClassVar[tuple[str, ...]] = ("before", "after")
+
+    def check(self) -> None:
+        if not self.before.strip():
+            raise TestDefinitionError("Before field cannot be empty")
+        if not self.after.strip():
+            raise TestDefinitionError("After field cannot be empty")
+        if self.max_diffs > len(self.before) // 2 or self.max_diffs > len(self.after) // 2:
+            raise TestDefinitionError(
+                "Max diffs is too large for this test, greater than 50% of the search string"
+            )
 
     def run(self, markdown: str) -> Verdict:
         page = normalize_text(markdown)
@@ -385,6 +412,11 @@ class TableTest(PageTest):
     left_heading: str = ""
     ignore_markdown_tables: Any = False
 
+    required_texts: ClassVar[tuple[str, ...]] = ("cell",)
+    optional_texts: ClassVar[tuple[str, ...]] = (
+        "up", "down", "left", "right", "top_heading", "left_heading"
+    )
+
     def run(self, markdown: str) -> Verdict:
         tables = [] if self.ignore_markdown_tables else markdown_tables(markdown)
         tables += html_tables(markdown)
@@ -553,6 +585,13 @@ class MathTest(PageTest):
     math: str = ""
     ignore_dollar_delimited: Any = False
 
+    required_texts: ClassVar[tuple[str, ...]] = ("math",)
+    normalized: ClassVar[bool] = False
+
+    def check(self) -> None:
+        if not self.math.strip():
+            raise TestDefinitionError("Math test must have non-empty math expression")
+
     def run(self, markdown: str) -> Verdict:
         equations = page_equations(markdown, dollars=not self.ignore_dollar_delimited)
         if any(equation == self.math for equation in equations):
@@ -569,18 +608,6 @@ _TEST_CLASSES: dict[str, type[PageTest]] = {
     "present": PresenceTest, "absent": PresenceTest, "order": OrderTest, "table": TableTest,
     "baseline": BaselineTest, "math": MathTest,
 }
-_REQUIRED = {
-    PresenceTest: ("text",), OrderTest: ("before", "after"), TableTest: ("cell",),
-    MathTest: ("math",),
-}
-_NORMALIZED = {
-    PresenceTest: ("text",),
-    OrderTest: ("before", "after"),
-    TableTest: ("cell", "up", "down", "left", "right", "top_heading", "left_heading"),
-}
-_TEXT_FIELDS = {**_NORMALIZED, MathTest: ("math",)}
-
-
 def parse_test(line: Mapping[str, Any]) -> PageTest:
     """A test from its JSONL object, validated and normalised as the official loader does.
 
@@ -597,8 +624,8 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
     unknown = sorted(set(line) - _COMMON_FIELDS - own)
     if unknown:
         raise TestDefinitionError(f"unexpected field {unknown[0]!r} for a {kind} test")
-    missing = [name for name in ("pdf", "page", "id", "type", *_REQUIRED.get(test_class, ()))
-               if name not in line]
+    required = test_class.required_texts
+    missing = [name for name in ("pdf", "page", "id", "type", *required) if name not in line]
     if missing:
         raise TestDefinitionError(f"a {kind} test needs the field {missing[0]!r}")
     if not line["pdf"]:
@@ -609,33 +636,15 @@ def parse_test(line: Mapping[str, Any]) -> PageTest:
     if not isinstance(max_diffs, int) or max_diffs < 0:
         raise TestDefinitionError("Max diffs must be positive number or 0")
     values = dict(line)
-    for name in _TEXT_FIELDS.get(test_class, ()):
+    for name in (*required, *test_class.optional_texts):
         value = values.get(name)
-        if (value is None and name in _REQUIRED.get(test_class, ())) or not isinstance(
-            value, (str, type(None))
-        ):
+        if (value is None and name in required) or not isinstance(value, (str, type(None))):
             # the official loader crashes here (AttributeError/TypeError): refused all the same
             raise TestDefinitionError(
                 f"field {name!r} of a {kind} test must be a string, got {type(value).__name__}"
             )
-        if value is not None and name in _NORMALIZED.get(test_class, ()):
+        if value is not None and test_class.normalized:
             values[name] = normalize_text(value)
     test = test_class(**values)
-    _check_texts(test)
+    test.check()
     return test
-
-
-def _check_texts(test: PageTest) -> None:
-    if isinstance(test, MathTest) and not test.math.strip():
-        raise TestDefinitionError("Math test must have non-empty math expression")
-    if isinstance(test, PresenceTest) and not test.text.strip():
-        raise TestDefinitionError("Text field cannot be empty")
-    if isinstance(test, OrderTest):
-        if not test.before.strip():
-            raise TestDefinitionError("Before field cannot be empty")
-        if not test.after.strip():
-            raise TestDefinitionError("After field cannot be empty")
-        if test.max_diffs > len(test.before) // 2 or test.max_diffs > len(test.after) // 2:
-            raise TestDefinitionError(
-                "Max diffs is too large for this test, greater than 50% of the search string"
-            )

@@ -34,10 +34,10 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 
+from evalsuite.browser import INSTALL_HINT, missing_browser, start_chromium
+
 KATEX_VERSION = "0.16.21"
 KATEX_DIR_VARIABLE = "EVALSUITE_KATEX_DIR"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 VIEWPORT = (800, 400)
 FONT_SIZE_PX = 24
 NEIGHBOUR_TOLERANCE_PX = 5
@@ -143,25 +143,11 @@ class EquationRenderer:
     """A headless Chromium page with KaTeX loaded; renders are cached per equation."""
 
     def __init__(self) -> None:
-        missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+        missing = missing_browser()
         if missing:
-            raise KatexUnavailable(
-                f"{', '.join(missing)} missing: apt-get install -y chromium chromium-driver "
-                "(make setup does it where it can)"
-            )
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
+            raise KatexUnavailable(f"{', '.join(missing)} missing: {INSTALL_HINT}")
         assets = katex_dir()
-        options = webdriver.ChromeOptions()
-        options.binary_location = str(CHROMIUM)
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                     "--disable-background-networking", "--force-device-scale-factor=1"):
-            options.add_argument(flag)
-        self._driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-        self._driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False,
-        })
+        self._driver = start_chromium(VIEWPORT)
         self._driver.get("about:blank")
         self._driver.execute_script(
             "document.open(); document.write(arguments[0]); document.close();"
