@@ -90,7 +90,9 @@ class Sample:
     ``error``: an input problem found while the sample was built (e.g. an unreadable page
     image); the sample is then recorded as failed with it, scored worst, without an engine call.
     A metric's weight (``MetricSpec.weight``) found in ``details`` is the sample's weight unless
-    the scorer returns one.
+    the scorer returns one. ``measures``: the metrics the sample is scored on when not all are
+    (an OmniDocBench page without a table has no table score); a failed sample scores worst on
+    these only.
     """
 
     sample_id: str
@@ -98,6 +100,7 @@ class Sample:
     reference: Any = None
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
+    measures: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,12 @@ def score_samples(
                 else:
                     scores = dict(scored)
         if error is not None:
-            scores = {spec.name: spec.worst for spec in specs}
+            scores = {
+                spec.name: spec.worst
+                for spec in specs
+                if sample.measures is None or spec.name in sample.measures
+                or spec in OUTPUT_HEALTH
+            }
         else:
             scores.update(output_health(result.text))
         # a weight the sample was built with counts unless the scorer gives one, so a failed

@@ -209,7 +209,7 @@ def test_every_benchmark_recorded_live_replays_to_the_same_scores(tmp_path):
         }
     benchmarks = {key[0] for key in outputs["live"]}
     assert benchmarks == {"fox", "render_configs", "quality", "finewiki", "surya_detection",
-                          "surya_recognition", "finix", "olmocr_bench"}
+                          "surya_recognition", "finix", "olmocr_bench", "omnidocbench"}
     assert outputs["replay"] == outputs["live"]
     # distinct pages got distinct outputs back: no recording served for another page
     fox = [v[0] for k, v in outputs["replay"].items() if k[0] == "fox"]

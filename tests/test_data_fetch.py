@@ -422,10 +422,37 @@ def test_olmocr_bench_fetch_takes_the_published_bench_data(hub, tmp_path):
     assert_pinned_identity("olmocr_bench", "olmocr_bench", tmp_path)
 
 
+def test_omnidocbench_fetch_takes_ground_truth_and_images_at_the_asked_revision(hub, tmp_path):
+    repo = hub_repo(hub, "omnidocbench", "omnidocbench")
+    shutil.copytree(Path(__file__).parent / "fixtures" / "omnidocbench" / "fixture", repo)
+    (repo / "README.md").write_text("dataset card")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    assert fetch_cli("omnidocbench", tmp_path, "--revision", commit) == 0
+    assert hub.revisions == [("opendatalab/OmniDocBench", commit)]
+    folder = located("omnidocbench", "omnidocbench", tmp_path)
+    assert not (folder / "README.md").exists()
+    assert json.loads((folder / FETCH_MANIFEST).read_text())["revision"] == commit
+    source = get_benchmark("omnidocbench").source("omnidocbench")
+    bench = source.loader(folder)
+    assert len(bench.pages) == 4 and all(bench.image_path(p).is_file() for p in bench.pages)
+    # four pages are no published release: the data is told by its digest, not the revision
+    assert source.identity(folder).startswith("omnidocbench@sha256:")
+
+
+def test_omnidocbench_data_is_identified_by_its_release(tmp_path):
+    fixture = Path(__file__).parent / "fixtures" / "omnidocbench" / "fixture"
+    page = json.loads((fixture / "OmniDocBench.json").read_text())[0]
+    pages = [{**page, "page_info": {**page["page_info"], "image_path": f"p{n}.jpg"}}
+             for n in range(981)]
+    (tmp_path / "OmniDocBench.json").write_text(json.dumps(pages))
+    source = get_benchmark("omnidocbench").source("omnidocbench")
+    assert source.identity(tmp_path) == "omnidocbench@v1.0"
+
+
 def test_every_fetchable_benchmark_is_covered():
     fetchable = {b.name for b in all_benchmarks() if any(s.fetch for s in b.sources)}
     tested = {"fox", "render_configs", "quality", "finewiki", "surya_detection",
-              "surya_recognition", "finix", "olmocr_bench"}
+              "surya_recognition", "finix", "olmocr_bench", "omnidocbench"}
     assert fetchable == tested
 
 

@@ -41,6 +41,7 @@ BUILTIN_DECLARATIONS = (
     "evalsuite.benchmarks.surya_recognition",
     "evalsuite.benchmarks.finix",
     "evalsuite.benchmarks.olmocr_bench",
+    "evalsuite.benchmarks.omnidocbench",
     "evalsuite.benchmarks.pages",
 )
 
@@ -55,7 +56,9 @@ class DataSource:
     (a list of pages, a study, ...).
 
     ``fetch`` says how ``evalsuite data fetch`` downloads it; None when it cannot be fetched
-    (the description then says where a user puts it).
+    (the description then says where a user puts it). ``version`` names the data's own release
+    (e.g. OmniDocBench's v1.0 by its page count), which then identifies the data in golden keys
+    instead of the downloaded revision.
     """
 
     name: str
@@ -66,6 +69,7 @@ class DataSource:
     requires: tuple[str, ...] = ()
     fetch: FetchSpec | None = None
     option: str | None = None
+    version: Callable[[Path], str] | None = None
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.fixtures, self.folder, self.option)) != 1:
@@ -96,10 +100,12 @@ class DataSource:
     def identity(self, location: Path, name: str | None = None) -> str:
         """The data part of golden keys: the source name for fixtures (versioned with the
         project), else ``name@revision`` (see :func:`evalsuite.datasets.data_identity`);
-        ``name`` replaces the source's name (a user's folder: the dataset name they chose)."""
+        ``name`` replaces the source's name (a user's folder: the dataset name they chose);
+        ``name@version`` for a source that declares its ``version``."""
         if self.is_fixture:
             return self.name
-        return f"{name or self.name}@{data_identity(location)}"
+        revision = self.version(location) if self.version else data_identity(location)
+        return f"{name or self.name}@{revision}"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evalsuite.benchmarks import Benchmark, DataSource, all_benchmarks, load_declarations
 from evalsuite.datasets import DATA_ENV, data_root
-from evalsuite.datasets.fetch import FetchResult, HubRows, fetch, read_manifest
+from evalsuite.datasets.fetch import FetchResult, FetchSpec, HubRows, fetch, read_manifest
 from evalsuite.errors import EvalsuiteError
 from evalsuite.textformat import format_table, shorten
 
@@ -33,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     get.add_argument(
         "--language", default=None, help="subset of a per-language dataset (FineWiki: en, de, ...)"
+    )
+    get.add_argument(
+        "--revision", default=None,
+        help="a commit (or branch) of the source repository instead of the declared one, e.g. "
+        "the commit of an older release of the data",
     )
     show = actions.add_parser("list", help="show what data each benchmark has and will use")
     show.add_argument("--data-dir", default=None, help=f"data folder (default ${DATA_ENV})")
@@ -70,13 +75,15 @@ def run(args: argparse.Namespace) -> int:
         spec = source.fetch
         if args.language is not None and isinstance(spec, HubRows) and spec.config:
             spec = dataclasses.replace(spec, config=args.language)
+        if args.revision is not None:
+            spec = dataclasses.replace(spec, revision=args.revision)
         try:
             result = fetch(spec, root / str(source.folder), max_rows=args.max_rows)
         except Exception as exc:  # network and hub failures: one line, not a traceback
             print(f"evalsuite data: fetching {source.name} from {spec.origin} failed: "
                   f"{type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
-        print(_fetched_text(benchmark, source, result))
+        print(_fetched_text(spec, benchmark, source, result))
         if source.locate(root) is None:
             print(f"evalsuite data: {source.name}: the download lacks "
                   f"{', '.join(source.requires)}, which the benches read", file=sys.stderr)
@@ -89,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fetched_text(benchmark: Benchmark, source: DataSource, result: FetchResult) -> str:
-    spec = source.fetch
+def _fetched_text(
+    spec: FetchSpec, benchmark: Benchmark, source: DataSource, result: FetchResult
+) -> str:
     rows = ", ".join(f"{name} {count:,} rows" for name, count in sorted(result.rows.items()))
     return (
         f"{benchmark.name}/{source.name}: {result.files} files, {size_text(result.size_bytes)}"
