@@ -90,7 +90,7 @@ def _balanced_spans(
     spans: list[tuple[int, int]] = []
     offset = 0
     while True:
-        position, open_starts = offset, []
+        position, open_starts = offset, list[int]()
         while position < len(text):
             begin_match = begin.search(text, position)
             end_match = end.search(text, position)
@@ -99,8 +99,7 @@ def _balanced_spans(
             if begin_match and (end_match is None or begin_match.start() < end_match.start()):
                 open_starts.append(begin_match.start())
                 position = begin_match.start() + step
-            else:
-                assert end_match is not None
+            elif end_match is not None:
                 if open_starts:
                     start = open_starts.pop()
                     if not open_starts:

@@ -53,8 +53,9 @@ _FENCE_CLOSE = re.compile(r"```\n?$", re.MULTILINE)
 
 
 def strip_markdown_fences(text: str) -> str:
-    """Delete every ```` ```markdown ```` opening at a line start and every ```` ``` ```` that
-    ends a line (``remove_markdown_fences``).
+    """Delete every ```` ```markdown ```` at a line start (with its newline) and every
+    ```` ``` ```` ending a line (with its newline if the next line is empty)
+    (``remove_markdown_fences``).
 
     Quirk: the second rule also deletes the closing fence of any code block that ends its line,
     so such a block is no longer a code block for :func:`.extract.split_markdown`.
@@ -181,8 +182,9 @@ def inline_math_to_unicode(text: str) -> str:
     ``LatexNodes2Text().latex_to_text(body).strip()`` (``textblock2unicode``).
 
     Quirks: the escaped symbols are deleted, not unescaped (``$a\\_b^2$`` converts ``ab^2``); a
-    body ending in ``\\`` gets a space appended; spans without those markers keep their ``$``;
-    a span pylatexenc raises on is left as it is.
+    body ending in ``\\`` gets a space appended (pylatexenc 3.0a30 never returns on a trailing
+    backslash); spans without those markers keep their ``$``; a span pylatexenc raises on
+    (``\\verb``, a lone ``\\begin{array}``…) is left as it is.
     """
     pieces: list[str] = []
     done = 0
@@ -329,6 +331,7 @@ class _Bs4v411Parser(BeautifulSoupHTMLParser):
 
 
 class _Bs4v411TreeBuilder(HTMLParserTreeBuilder):
+    # bs4 >= 4.13's only hook for the parser class (older bs4 lacks it)
     def feed(self, markup: str) -> None:  # type: ignore[override]
         super().feed(markup, _parser_class=_Bs4v411Parser)
 
@@ -359,10 +362,11 @@ def normalize_html_table(html_table: str) -> str:
     :data:`TABLE_WRAPPER`; delete the tags ``<sup> <sub> <span> <div> <p>`` (exact spelling, no
     attributes) and their end tags, and one-line ``<colgroup>…</colgroup>``.
 
-    Quirks: unescaping after serialising turns a cell's ``&lt;td&gt;`` into markup; ``< table``
-    passes the test but has no body, giving the empty wrapped table; nested tables are kept whole.
+    Quirks: unescaping after serialising turns a cell's ``&lt;td&gt;`` into markup; the test is
+    case-sensitive (``<TABLE>`` gives ""); ``< table`` passes it but has no body, giving the empty
+    wrapped table; nested tables are kept whole.
     """
-    if "<table" not in html_table.replace(" ", "").replace("'", '"'):
+    if "<table" not in html_table.replace(" ", ""):
         return ""
     table = html.unescape(_simplify_table_tags(html_table)).replace("\n", "")
     table = unicodedata.normalize("NFKC", table).strip()
