@@ -13,7 +13,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("evalsuite.single_image", "run an engine on one page image and score it"),
     "finix": ("evalsuite.finix", "score a directory of markdown predictions (FinixDocBench)"),
     "score": ("evalsuite.commands.score", "score predictions you have with a public benchmark's "
-              "official scorer (olmocr-bench)"),
+              "official scorer (olmocr-bench, omnidocbench)"),
     "data": ("evalsuite.commands.data", "download benchmark data, or list what is present"),
     "golden": ("evalsuite.commands.golden", "accept measured golden entries"),
     "trend": ("evalsuite.reports.trend", "show how scores moved over the last runs"),

@@ -138,3 +138,13 @@ def test_five_thousand_runs_in_bounded_time_and_page_size(tmp_path: Path) -> Non
           f"{trend_s:.1f} s, report {report_s:.1f} s, dashboard {page_bytes / 1e6:.2f} MB")
     assert trend_s < MANY_RUNS_SECONDS and report_s < MANY_RUNS_SECONDS
     assert page_bytes < PAGE_BYTES_LIMIT
+
+
+def test_a_folder_given_as_the_dashboard_file_is_named(tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    history.write_text("")
+    (tmp_path / "site").mkdir()
+    result = run_evalsuite("report", "--history", history, "--out", tmp_path / "site",
+                           "--no-png")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--out {tmp_path / 'site'} is a folder" in result.stderr

@@ -209,3 +209,23 @@ def test_a_run_prints_a_summary_within_columns_and_the_golden_diff(tmp_path: Pat
     assert again.returncode == 0, again.stdout[-3000:]
     changes = _section(again.stdout, "golden updates")
     assert len(changes) == 4 and all(line.endswith("tolerance 0 -> 0.01") for line in changes)
+
+
+def test_explained_failures_are_listed_with_why_and_page() -> None:
+    from evalsuite.records.model import SampleRecord
+
+    samples = [
+        SampleRecord(f"t{n}", {"pass_rate": n % 5 == 0}, details={
+            "page": f"doc.pdf#{n}",
+            **({} if n % 5 == 0 else {"explain": {"why": f"No match found for item {n}"}}),
+        })
+        for n in range(25)
+    ]
+    record = BenchmarkRecord("olmocr_bench", "tesseract", "mode=native", data="fixtures",
+                             samples=samples, params={"gates": {}})
+    lines = summary_lines(RunResults(RunMetadata(run_id="r", created_utc="2026-01-01T00:00:00Z"),
+                                     [record]), width=100)
+    start = lines.index("  tesseract · fixtures · mode=native: 20 of 25 failed:")
+    assert lines[start + 1] == "    t1 (doc.pdf#1): No match found for item 1"
+    assert lines[start + 10] == "    t12 (doc.pdf#12): No match found for item 12"
+    assert lines[start + 11] == "    … 10 more in results.json and the dashboard"

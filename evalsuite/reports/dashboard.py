@@ -118,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_samples < 0:
         print("evalsuite report: --max-samples must be >= 0", file=sys.stderr)
         return 2
+    if args.out.is_dir():
+        print(f"evalsuite report: --out {args.out} is a folder; give the HTML file to write, "
+              f"e.g. {args.out / 'index.html'}", file=sys.stderr)
+        return 2
     try:
         html_path, pngs = write_dashboard(
             args.history, args.out, golden_dir=args.golden_dir,

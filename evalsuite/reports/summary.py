@@ -1,6 +1,7 @@
 """The terminal summary of a run: per benchmark a row per engine x data x parameter x gated
-metric with value, golden, delta, status and n, and the record's failed samples (``errors``);
-then per engine how many metrics were gated on how many samples, and the run's model calls.
+metric with value, golden, delta, status and n, and the record's failed samples (``errors``),
+then the samples its scorer explained as failed (olmOCR-bench's failed tests, with why); then
+per engine how many metrics were gated on how many samples, and the run's model calls.
 Numbers to 4 significant digits. A table wider than the terminal is split: engine, data and
 parameter on a line of their own above a table of their metrics."""
 
@@ -10,8 +11,9 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 
+from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import RunResults
-from evalsuite.textformat import MISSING, format_table, significant
+from evalsuite.textformat import MISSING, format_table, shorten, significant
 
 STATUS_LABELS = {
     "ok": "ok",
@@ -22,6 +24,8 @@ STATUS_LABELS = {
     "not gated": "not gated",
     "not measured": "not measured",
 }
+FAILURES_SHOWN = 10
+"""Explained sample failures listed per record in the terminal (all are in the dashboard)."""
 GATED_STATUSES = ("ok", "improved", "regressed")
 """Statuses of a metric that was compared with its golden value."""
 
@@ -62,8 +66,31 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
             table = _narrow(headers, rows, width)
         lines.append(f"{benchmark}:")
         lines.extend(table.splitlines())
+        for record in records:
+            lines.extend(explained_failures(record, width))
     for line in gated_lines(run):
         lines.extend(textwrap.wrap(line, width, subsequent_indent="  ") or [line])
+    return lines
+
+
+def explained_failures(
+    record: BenchmarkRecord, width: int, limit: int = FAILURES_SHOWN
+) -> list[str]:
+    """The samples a record's scorer explained as failed (``explain["why"]``, e.g. olmOCR-bench
+    tests with the official explanation), the first ``limit`` of them, one line each: id,
+    page, why. Nothing for records without such samples."""
+    failed = [s for s in record.samples if "why" in s.details.get("explain", {})]
+    if not failed:
+        return []
+    lines = [f"  {record.engine} · {record.data} · {record.parameter}: {len(failed)} of "
+             f"{len(record.samples)} failed:"]
+    for sample in failed[:limit]:
+        page = sample.details.get("page")
+        head = f"    {sample.sample_id}" + (f" ({page})" if page else "") + ": "
+        lines.append(head + shorten(str(sample.details["explain"]["why"]),
+                                    max(20, width - len(head))))
+    if len(failed) > limit:
+        lines.append(f"    … {len(failed) - limit} more in results.json and the dashboard")
     return lines
 
 
