@@ -104,3 +104,16 @@ def test_the_readable_summary_shows_the_papers_columns(tmp_path, capsys):
     assert "53 of 54 pages scored" in out
     english = next(line for line in out.splitlines() if line.startswith("english"))
     assert english.split()[1:3] == ["0.2954", "0.0979"]
+
+
+def test_a_page_the_official_code_stops_on_is_named(tmp_path, capsys):
+    pages = json.loads(gzip.decompress((FIXTURES / "page_cases.json.gz").read_bytes()))["pages"]
+    page = next(p for p in pages if "official_error" in p)
+    (tmp_path / "pred").mkdir()
+    (tmp_path / "OmniDocBench.json").write_text(json.dumps([page["gt_page"]]))
+    name = page["gt_page"]["page_info"]["image_path"]
+    (tmp_path / "pred" / f"{name[:-4]}.md").write_text(page["prediction_md"])
+    status = main(["score", "omnidocbench", "--gt", str(tmp_path / "OmniDocBench.json"),
+                   "--pred", str(tmp_path / "pred")])
+    assert status == 2
+    assert f"error: page {name}: " in capsys.readouterr().err

@@ -39,6 +39,7 @@ from evalsuite.metrics.omnidocbench.evaluation import (
     evaluate_pages,
     prediction_path,
 )
+from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.normalize import LatexmlUnavailable
 from evalsuite.render.katex import KatexUnavailable
 from evalsuite.textformat import format_table, shorten
@@ -143,7 +144,7 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
             return None if path is None else path.read_text(encoding="utf-8")
 
         evaluation = evaluate_pages(pages, read, bench.page_info())
-    except (DatasetFormatError, LatexmlUnavailable, OSError) as error:
+    except (DatasetFormatError, LatexmlUnavailable, MatchError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:

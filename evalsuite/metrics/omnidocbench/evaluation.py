@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.page import (
     PageMatches,
     choose_table_format,
@@ -118,7 +119,11 @@ def evaluate_pages(
         if text is None:
             missing.append(name)
             continue
-        matched.append(match_page(page, text))
+        try:
+            matched.append(match_page(page, text))
+        except MatchError as error:
+            raise MatchError(f"page {name}: {error} (the official evaluation stops on this "
+                             "page too)") from error
     table_format = choose_table_format(matched)
     samples: dict[str, list[Any]] = {element: [] for element in ELEMENTS}
     figures = {}
