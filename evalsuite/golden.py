@@ -125,6 +125,14 @@ class GoldenStore:
     def obtained_path(self, benchmark: str) -> Path:
         return self.directory / f"{benchmark}{OBTAINED_SUFFIX}"
 
+    def names_for(self, benchmark: str) -> list[str]:
+        """The golden files of ``benchmark`` in this directory: ``<benchmark>`` and each
+        ``<benchmark>-<dataset name>`` (a user's own page set gates against its own file)."""
+        found = [path.name.removesuffix(".json")
+                 for path in self.directory.glob(f"{benchmark}-*.json")
+                 if not path.name.endswith(OBTAINED_SUFFIX)]
+        return [benchmark, *sorted(found)]
+
     def load(self, benchmark: str) -> GoldenFile:
         """The golden file of ``benchmark`` (empty when absent); GoldenError names the file and
         the entry when it is malformed."""
@@ -345,6 +353,13 @@ def tolerance_rule(
         return 0.0 if exact else tolerances.get(metric.split("[", 1)[0], 0.0)
 
     return tolerance
+
+
+def subset_data(data: str, chosen: int, available: int) -> str:
+    """The data part of golden keys for a run of the first ``chosen`` of ``available``
+    samples: ``data`` itself for all of them, else ``data[first N of M]``, so that a subset is
+    never gated against (nor drawn in one series with) the whole set."""
+    return data if chosen >= available else f"{data}[first {chosen} of {available}]"
 
 
 def worst_samples(

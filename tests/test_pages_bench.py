@@ -13,8 +13,9 @@ from PIL import Image
 
 from evalsuite.datasets.pages import load_user_pages, render_pdf_page
 from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
-from evalsuite.golden import GoldenStore
+from evalsuite.golden import GoldenStore, subset_data
 from evalsuite.records.results import read_results
+from evalsuite.reports.series import load_golden_index
 from tests.subprocess_runs import needs_tesseract, run_pytest
 
 PAGES = Path(__file__).resolve().parent / "fixtures" / "pages"
@@ -174,6 +175,40 @@ def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measur
     assert again.returncode == 0, again.stdout[-3000:]
     row = next(line for line in again.stdout.splitlines() if "table_TEDS" in line)
     assert "not measured" in row and "no golden" not in again.stdout
+
+
+@needs_tesseract
+def test_a_subset_run_is_never_gated_against_the_whole_sets_golden(tmp_path: Path) -> None:
+    assert pages_run(tmp_path, "--update-golden").returncode == 0
+    shutil.rmtree(tmp_path / "reports")
+    subset = pages_run(tmp_path, "--max-samples", "2")
+    # no false regression: the two pages are not compared with the four pages' values
+    assert "REGRESSED" not in subset.stdout and "regressed" not in subset.stdout
+    assert subset.returncode == 1, subset.stdout[-3000:]
+    assert "data=pages@sha256:" in subset.stdout and "[first 2 of 4]" in subset.stdout
+    assert "Golden entries exist for the whole of pages@sha256:" in subset.stdout
+    [record] = run_records(tmp_path)
+    assert record.data.endswith("[first 2 of 4]")  # its own series in trend and dashboard
+
+    shutil.rmtree(tmp_path / "reports")
+    assert pages_run(tmp_path, "--max-samples", "2", "--update-golden").returncode == 0
+    shutil.rmtree(tmp_path / "reports")
+    again = pages_run(tmp_path, "--max-samples", "2")
+    assert again.returncode == 0, again.stdout[-3000:]
+    datas = {e.data for e in GoldenStore(tmp_path / "golden").load("pages-pages").entries.values()}
+    assert len(datas) == 2 and any(d.endswith("[first 2 of 4]") for d in datas)
+
+
+def test_trend_and_dashboard_find_the_goldens_of_a_users_page_set() -> None:
+    repo_golden = Path(__file__).resolve().parents[1] / "golden"
+    own = GoldenStore(repo_golden).load("pages-pages").entries
+    index = load_golden_index(repo_golden, {"pages", "fox"})
+    assert own and all(index[("pages", *key)] == entry for key, entry in own.items())
+
+
+def test_subset_data_names_the_part_of_the_set() -> None:
+    assert subset_data("fox@abc", 3, 3) == "fox@abc"
+    assert subset_data("fox@abc", 2, 3) == "fox@abc[first 2 of 3]"
 
 
 @needs_tesseract

@@ -26,6 +26,7 @@ from evalsuite.golden import (
     GoldenFile,
     entries_from_record,
     gate_record,
+    subset_data,
     tolerance_rule,
 )
 from evalsuite.plugin.hints import evalsuite_command, rerun_command
@@ -136,9 +137,11 @@ class Bench:
         except the metrics named in ``required_groups``, gated (and written by
         ``--update-golden``) in every group (e.g. olmOCR-bench's per-file scores).
         """
+        available = len(samples)
         samples = [self._keyed(sample) for sample in self.limit(samples)]
         if not samples:
             pytest.skip(f"{self.benchmark.name}: data source {self.source.name} has no samples")
+        data = subset_data(self.data_id, len(samples), available)
         self._require_recordings(samples)
         record = run_benchmark(
             self.engine,
@@ -147,7 +150,7 @@ class Bench:
             specs,
             benchmark=self.benchmark.name,
             engine_label=self.label,
-            data=self.data_id,
+            data=data,
             parameter=parameter or f"mode={self.mode}",
             params={"mode": self.mode, "engine": self.engine_name, **dict(params or {})},
             batch_size=self.options.batch_size,
@@ -229,6 +232,16 @@ class Bench:
             ),
         )
         where = f"{self.golden_name} [{record.engine} data={record.data} {record.parameter}]"
+        if record.data != self.data_id and any(
+            (entry.engine, entry.data, entry.parameter)
+            == (record.engine, self.data_id, record.parameter)
+            for entry in store.load(self.golden_name).entries.values()
+        ):
+            where += (
+                f"\nGolden entries exist for the whole of {self.data_id}; this run measured a "
+                "part of it (--max-samples or the engine's sample cap), which is gated only "
+                "against goldens set on the same part, never against the whole set's."
+            )
         accept = evalsuite_command(
             "golden", "accept", self.golden_name, "--golden-dir", store.directory
         )

@@ -105,18 +105,21 @@ def collect_series(entries: Iterable[HistoryEntry]) -> dict[SeriesKey, list[Poin
 def load_golden_index(
     golden_dir: str | Path, benchmarks: Iterable[str]
 ) -> dict[GoldenKey, GoldenEntry]:
-    """Golden entries of ``benchmarks`` found under ``golden_dir``; absent files give none and a
-    malformed file (or one of an older format) is skipped with a warning."""
+    """Golden entries of ``benchmarks`` found under ``golden_dir``, each benchmark's own file
+    first, then its per-dataset files (``pages-<name>``: their entries name the dataset in their
+    data, so keys do not collide); absent files give none and a malformed file (or one of an
+    older format) is skipped with a warning."""
     store = GoldenStore(golden_dir)
     index: dict[GoldenKey, GoldenEntry] = {}
     for benchmark in sorted(set(benchmarks)):
-        try:
-            golden = store.load(benchmark)
-        except GoldenError as error:
-            warnings.warn(str(error), stacklevel=2)
-            continue
-        for (engine, data, parameter, metric), entry in golden.entries.items():
-            index[(benchmark, engine, data, parameter, metric)] = entry
+        for name in store.names_for(benchmark):
+            try:
+                golden = store.load(name)
+            except GoldenError as error:
+                warnings.warn(str(error), stacklevel=2)
+                continue
+            for (engine, data, parameter, metric), entry in golden.entries.items():
+                index.setdefault((benchmark, engine, data, parameter, metric), entry)
     return index
 
 
