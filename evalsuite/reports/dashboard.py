@@ -237,7 +237,8 @@ def _run_facts(run: RunMetadata) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in run.versions.items() if v) or MISSING
     commit = (run.git_commit or MISSING)[:12] + (" (dirty)" if run.git_dirty else "")
     facts = [
-        ("newest run", run.run_id),
+        ("newest run", run.run_id + (" (interrupted: only its finished tests)"
+                                     if run.interrupted else "")),
         ("started", run.created_utc),
         ("commit", commit),
         ("engines", ", ".join(run.engines) or MISSING),

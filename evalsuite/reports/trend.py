@@ -129,7 +129,8 @@ def render_trend(
     blocks = [
         f"evalsuite trend: {source}, {len(entries)} runs, {shape}",
         f"newest run {newest.run_id} at {newest.created_utc}, "
-        f"commit {_short(newest.git_commit)}{dirty}, engines {engines}",
+        f"commit {_short(newest.git_commit)}{dirty}, engines {engines}"
+        + (" (interrupted: only its finished tests)" if newest.interrupted else ""),
     ]
     by_metric = sorted(series.items(), key=lambda item: _metric_order(item[0]))
     if every_run:
