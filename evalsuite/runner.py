@@ -10,8 +10,6 @@ intervals.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,6 +18,7 @@ from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, it
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.repetition import is_degenerate
 from evalsuite.records.model import BenchmarkRecord, Direction, MetricSummary, SampleRecord
+from evalsuite.request_cache import ResultCache, request_key
 from evalsuite.stats import summarize_mean, summarize_proportion, summarize_weighted_mean
 
 Score = float | int | bool | None
@@ -115,37 +114,6 @@ class Scored:
 Scorer = Callable[[Sample, InferenceResult], "Mapping[str, Score] | Scored"]
 
 
-class ResultCache:
-    """Engine results of one session by request content (engine, image bytes, prompt, mode,
-    anti-repetition setting; plus the request's replay key for engines whose output depends on
-    it, like replay)."""
-
-    def __init__(self) -> None:
-        self._results: dict[str, InferenceResult] = {}
-
-    @staticmethod
-    def key(engine_label: str, engine: Engine, request: InferenceRequest) -> str:
-        identity: dict[str, Any] = {
-            "engine": engine_label,
-            "image": request.image_sha256,
-            "prompt": request.prompt,
-            "mode": request.mode,
-        }
-        if request.anti_repetition is not None:
-            identity["anti_repetition"] = request.anti_repetition.as_dict()
-        if getattr(engine, "keyed_outputs", False):
-            identity["key"] = request.replay_key()
-        text = json.dumps(identity, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def get(self, key: str) -> InferenceResult | None:
-        return self._results.get(key)
-
-    def put(self, key: str, result: InferenceResult) -> None:
-        if result.error is None:  # a failure may be transient: never cache it
-            self._results[key] = result
-
-
 @dataclass(frozen=True)
 class Inferred:
     """Results in request order, and how many requests went to the engine (the rest came from
@@ -169,20 +137,40 @@ def infer_all(
     engine with ``record_reused`` (a recording) is told of the requests answered without it."""
     cache = cache if cache is not None else ResultCache()
     size = batch_size or getattr(engine, "preferred_batch_size", 1) or 1
-    keys = [ResultCache.key(engine_label, engine, request) for request in requests]
+    keys = [request_key(engine_label, engine, request) for request in requests]
     results: dict[str, InferenceResult] = {}
     pending: dict[str, InferenceRequest] = {}
+    awaited: dict[str, InferenceRequest] = {}  # claimed by another process of the run
     for key, request in zip(keys, requests, strict=True):
         cached = cache.get(key)
         if cached is not None:
             results[key] = cached
-        elif key not in pending:
+        elif key in pending or key in awaited:
+            continue
+        elif cache.claim(key):
             pending[key] = request
-    for batch in iter_batches(list(pending), size):
-        outputs = infer_batch_isolating_failures(engine, [pending[key] for key in batch])
-        for key, output in zip(batch, outputs, strict=True):
-            results[key] = output
-            cache.put(key, output)
+        else:
+            awaited[key] = request
+    computed = list(pending)
+    try:
+        for batch in iter_batches(computed, size):
+            outputs = infer_batch_isolating_failures(engine, [pending[key] for key in batch])
+            for key, output in zip(batch, outputs, strict=True):
+                results[key] = output
+                cache.put(key, output)
+        for key, request in awaited.items():
+            answer = cache.wait(key)
+            if answer is None:  # its computation failed or died: ours now
+                pending[key] = request
+                computed.append(key)
+                answer = infer_batch_isolating_failures(engine, [request])[0]
+                cache.put(key, answer)
+            results[key] = answer
+    except BaseException:
+        for key in computed:
+            if key not in results:
+                cache.release(key)
+        raise
     record_reused = getattr(engine, "record_reused", None)
     reused = [
         (request, results[key])

@@ -428,7 +428,7 @@ def test_the_benchmarks_anti_repetition_setting_is_sent_and_recorded(page) -> No
     from dataclasses import replace
 
     from evalsuite.engines.base import DOCUMENT_EVALUATION_NGRAM
-    from evalsuite.runner import ResultCache
+    from evalsuite.request_cache import request_key
 
     with running(FakeOpenAIServer()) as fake:
         engine = vllm_engine(fake)
@@ -445,4 +445,4 @@ def test_the_benchmarks_anti_repetition_setting_is_sent_and_recorded(page) -> No
     assert default.settings["vllm_xargs"]["ngram_size"] == 30
     assert "vllm_xargs" not in fake.bodies[2] and off.error is None
     # two settings never share a cached answer
-    assert ResultCache.key("l", engine, plain) != ResultCache.key("l", engine, evaluation)
+    assert request_key("l", engine, plain) != request_key("l", engine, evaluation)

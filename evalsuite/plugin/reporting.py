@@ -14,7 +14,13 @@ import pytest
 
 from evalsuite.engines.weights import file_sha256
 from evalsuite.golden import GoldenFile, GoldenStore, diff_snapshots
-from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, SESSION_KEY, BenchSession
+from evalsuite.plugin.session import (
+    OPTIONS_KEY,
+    RUN_ID_KEY,
+    SESSION_KEY,
+    BenchSession,
+    remove_request_cache,
+)
 from evalsuite.records import finalize_run
 from evalsuite.records.metadata import collect_metadata
 from evalsuite.records.model import BenchmarkRecord
@@ -38,6 +44,8 @@ def finish_session(session: pytest.Session) -> None:
     """Write this process's share of the run (a worker) or the whole run (the controller)."""
     config = session.config
     bench: BenchSession | None = config.stash.get(SESSION_KEY, None)
+    if bench is not None:
+        bench.close_cache()
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         if bench is not None and bench.records:
@@ -92,6 +100,7 @@ def finish_session(session: pytest.Session) -> None:
     written = finalize_run(
         bench.run_dir, metadata, bench.records, history_path=options.report_dir / "history.jsonl"
     )
+    remove_request_cache(bench.run_dir)
     config.stash[RESULTS_KEY] = written
     if options.asked and not options.update_golden and gated_count(read_results(written)) == 0:
         _fail_unmeasured(session, bench)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from evalsuite.plugin.options import SuiteOptions, parse_options
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
 from evalsuite.records.metadata import new_run_id
 from evalsuite.records.model import BenchmarkRecord
-from evalsuite.runner import ResultCache
+from evalsuite.request_cache import SharedResultCache
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 OPTIONS_KEY = pytest.StashKey[SuiteOptions]()
@@ -30,6 +31,14 @@ RUN_ID_KEY = pytest.StashKey[str]()
 WORKER_RUN_ID = "evalsuite_run_id"
 WORKER_SERVER = "evalsuite_server"
 DEEPSEEK_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
+REQUEST_CACHE_FILE = "request_cache.sqlite"
+"""In the run folder while the run lasts; removed when the run is written."""
+
+
+def remove_request_cache(run_dir: Path) -> None:
+    """Delete the run's request cache (with its WAL files) once the run is written."""
+    for suffix in ("", "-wal", "-shm"):
+        (run_dir / f"{REQUEST_CACHE_FILE}{suffix}").unlink(missing_ok=True)
 
 
 @dataclass
@@ -40,7 +49,6 @@ class BenchSession:
     run_id: str
     worker_id: str = "master"
     records: list[BenchmarkRecord] = field(default_factory=list)
-    cache: ResultCache = field(default_factory=ResultCache)
     started: float = field(default_factory=time.time)
     data_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine_details: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -50,6 +58,17 @@ class BenchSession:
     @property
     def run_dir(self) -> Path:
         return self.options.report_dir / self.run_id
+
+    @cached_property
+    def cache(self) -> SharedResultCache:
+        """The run's request cache, shared by every process of the run (xdist workers): a
+        request reaches the engine once per run, as in a serial run."""
+        return SharedResultCache(self.run_dir / REQUEST_CACHE_FILE)
+
+    def close_cache(self) -> None:
+        """Close this process's connection to the request cache, if it opened one."""
+        if "cache" in self.__dict__:
+            self.cache.close()
 
     @property
     def golden(self) -> GoldenStore:
