@@ -36,7 +36,8 @@ GOLDEN_FORMAT_VERSION = 2
 OBTAINED_SUFFIX = ".obtained.json"
 EntryKey = tuple[str, str, str, str]
 GateStatus = Literal[
-    "ok", "improved", "regressed", "no golden", "no samples", "not gated", "not measured"
+    "ok", "improved", "regressed", "no golden", "no samples", "not gated", "not measured",
+    "golden set",
 ]
 _REQUIRED_FIELDS = ("engine", "data", "parameter", "metric", "value", "n", "direction", "kind")
 _TEXT_FIELDS = ("set_at", "commit", "source", "note")  # optional provenance

@@ -480,7 +480,8 @@ def test_language_only_for_per_language_data(tmp_path, capsys):
     assert "no language subsets" in capsys.readouterr().err
 
 
-def test_data_list_shows_origin_revision_and_use(hub, tmp_path, capsys):
+def test_data_list_shows_origin_revision_and_use(hub, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per source
     publish_surya_recognition(hub)
     publish_quality(hub)
     assert fetch_cli("surya_recognition", tmp_path) == 0
@@ -518,3 +519,12 @@ def test_paper_goldens_gate_only_the_fetched_fox_set(hub, tmp_path):
     assert {e["data"] for e in paper} == {identities["fox"]}
     assert all(identities[name] != identities["fox"] for name in identities if name != "fox")
     assert identities["fox_en_1"] == f"fox_en_1@{data_identity(tmp_path / 'fox' / 'en_1_gt.txt')}"
+
+
+def test_data_list_fits_the_terminal(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert data_cli("list", "--data-dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in out) <= 120
+    fox = out.index(next(line for line in out if line.split()[:2] == ["fox", "fox"]))
+    assert out[fox + 1].startswith("    from https://huggingface.co/datasets/ucaslcl/")

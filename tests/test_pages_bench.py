@@ -82,7 +82,7 @@ def copy_fixture(tmp_path: Path) -> Path:
         (lambda d: (d / "memo.md").write_text("also"), r"memo.jpg has two ground truths"),
         (lambda d: (d / "memo.txt").write_bytes(b"\xff\xfe bad"), r"memo.txt is not UTF-8"),
         (lambda d: (d / "memo.txt").write_text(" \n"), r"ground truth of memo .* is empty"),
-        (lambda d: (d / "memo.jpg").write_bytes(b"\xff\xd8\xff broken"), r"pages: .*memo.jpg"),
+        (lambda d: (d / "memo.jpg").write_bytes(b"\xff\xd8\xff broken"), r"memo.jpg"),
         (lambda d: (d / "site_report.pdf").write_bytes(b"%PDF-1.4 broken"),
          r"cannot read PDF .*site_report.pdf"),
         (lambda d: (d / "site_report.md").write_text("one page only"),
@@ -166,6 +166,8 @@ def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measur
     done = pages_run(tmp_path, "--update-golden", pages=folder)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "obtained" not in done.stdout
+    # the run that sets the goldens says so, not "no golden"
+    assert "no golden" not in done.stdout and "golden set" in done.stdout
     entries = GoldenStore(tmp_path / "golden").load("pages-pages").entries.values()
     assert "table_TEDS" not in {entry.metric for entry in entries}
     assert not list((tmp_path / "golden").glob("*.obtained.json"))
@@ -219,6 +221,12 @@ def test_dataset_name_chooses_the_golden_file(tmp_path: Path) -> None:
     assert "golden accept pages-invoices" in done.stdout
     obtained = json.loads((tmp_path / "golden" / "pages-invoices.obtained.json").read_text())
     assert obtained["entries"] and not (tmp_path / "golden" / "pages-invoices.json").exists()
+    # one label for the data everywhere: terminal, records and the run's data sources
+    (run,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
+    results = json.loads((run / "results.json").read_text())
+    [label] = {record["data"] for record in results["records"]}
+    assert label.startswith("invoices@sha256:") and f"data={label}" in done.stdout
+    assert [source["revision"] for source in results["run"]["data_sources"].values()] == [label]
 
 
 @needs_tesseract
@@ -227,7 +235,8 @@ def test_a_page_without_ground_truth_fails_the_run_naming_it(tmp_path: Path) -> 
     (folder / "memo.txt").unlink()
     done = pages_run(tmp_path, pages=folder)
     assert done.returncode == 1, done.stdout[-3000:]
-    assert "no ground truth for memo.jpg" in done.stdout
+    assert "pages data source pages: no ground truth for memo.jpg" in done.stdout
+    assert "pages: pages:" not in done.stdout  # said once, not once per layer
 
 
 @pytest.mark.parametrize(

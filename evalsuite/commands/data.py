@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from evalsuite.benchmarks import Benchmark, DataSource, all_benchmarks, load_declarations
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     root = data_root(args.data_dir)
     if args.action == "list":
-        print(list_text(all_benchmarks(), root))
+        print(list_text(all_benchmarks(), root, shutil.get_terminal_size((100, 24)).columns))
         return 0
     if root is None:
         print(f"evalsuite data: pass --data-dir or set {DATA_ENV}", file=sys.stderr)
@@ -108,9 +110,10 @@ def _fetched_text(
     )
 
 
-def list_text(benchmarks: list[Benchmark], root: Path | None) -> str:
+def list_text(benchmarks: list[Benchmark], root: Path | None, width: int = 100) -> str:
     """A table: benchmark, source, present, used by the benches, revision, size, from where,
-    location."""
+    location; when that is wider than ``width``, where from and the location go on lines of
+    their own under each row."""
     rows = []
     for benchmark in benchmarks:
         for source in benchmark.sources:
@@ -127,7 +130,17 @@ def list_text(benchmarks: list[Benchmark], root: Path | None) -> str:
             ])
     headers = ["benchmark", "source", "present", "used", "revision", "size", "from", "location"]
     note = f"data folder: {root}" if root else f"no data folder (--data-dir or ${DATA_ENV})"
-    return note + "\n" + format_table(headers, rows, align="lllllrll")
+    table = format_table(headers, rows, align="lllllrll")
+    if max(len(line) for line in table.splitlines()) <= width:
+        return note + "\n" + table
+    # too wide: where from and where to on lines of their own under each row
+    lines = format_table(headers[:6], [row[:6] for row in rows], align="lllllr").splitlines()
+    out = [note, lines[0]]
+    for line, row in zip(lines[1:], rows, strict=True):
+        out.append(line)
+        out.extend(textwrap.wrap(f"from {row[6]} · at {row[7]}", width,
+                                 initial_indent="    ", subsequent_indent="      "))
+    return "\n".join(out)
 
 
 def _revision_text(revision: str, pinned: bool) -> str:

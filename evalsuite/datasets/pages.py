@@ -53,18 +53,18 @@ def load_user_pages(folder: Path) -> list[UserPage]:
     """Every page of ``folder`` in file-name order (a PDF's pages in their order)."""
     require_path(folder, "pages")
     if not folder.is_dir():
-        raise DatasetFormatError(f"pages: {folder} is not a folder")
+        raise DatasetFormatError(f"{folder} is not a folder")
     files = sorted(
         p
         for p in folder.iterdir()
         if p.is_file() and p.suffix.lower() in (*IMAGE_SUFFIXES, PDF_SUFFIX)
     )
     if not files:
-        raise DatasetFormatError(f"pages: {folder} holds no page images (PNG, JPEG) or PDFs")
+        raise DatasetFormatError(f"{folder} holds no page images (PNG, JPEG) or PDFs")
     missing = [p.name for p in files if not _truth_files(p)]
     if missing:
         raise DatasetFormatError(
-            f"pages: no ground truth for {', '.join(missing)} in {folder}; put <stem>.md or "
+            f"no ground truth for {', '.join(missing)} in {folder}; put <stem>.md or "
             "<stem>.txt beside each page file"
         )
     pages: list[UserPage] = []
@@ -79,7 +79,7 @@ def load_user_pages(folder: Path) -> list[UserPage]:
     duplicates = sorted({page_id for page_id in ids if ids.count(page_id) > 1})
     if duplicates:
         raise DatasetFormatError(
-            f"pages: several page files in {folder} share the stem {', '.join(duplicates)}; "
+            f"several page files in {folder} share the stem {', '.join(duplicates)}; "
             "rename them so each ground-truth file belongs to one page"
         )
     return pages
@@ -102,7 +102,7 @@ def render_pdf_page(
         width, height = (round(side * dpi / POINTS_PER_INCH) for side in points)
         if width * height > max_image_pixels():
             raise DatasetFormatError(
-                f"pages: {path.name} page {index + 1} at {dpi:g} dpi is {width}×{height} = "
+                f"{path.name} page {index + 1} at {dpi:g} dpi is {width}×{height} = "
                 f"{format_megapixels(width * height)}, above the limit of "
                 f"{format_megapixels(max_image_pixels())}; lower --pages-dpi or raise "
                 f"{LIMIT_OPTION}"
@@ -128,7 +128,7 @@ def _open_pdf(path: Path) -> Any:
     try:
         return pypdfium2.PdfDocument(path)
     except pypdfium2.PdfiumError as exc:
-        raise DatasetFormatError(f"pages: cannot read PDF {path}: {exc}") from exc
+        raise DatasetFormatError(f"cannot read PDF {path}: {exc}") from exc
 
 
 def _truth_files(page_file: Path) -> list[Path]:
@@ -139,19 +139,19 @@ def _read_truth(page_file: Path) -> str:
     found = _truth_files(page_file)
     if len(found) > 1:
         raise DatasetFormatError(
-            f"pages: {page_file.name} has two ground truths ({found[0].name}, {found[1].name}); "
+            f"{page_file.name} has two ground truths ({found[0].name}, {found[1].name}); "
             "keep one"
         )
     try:
         return found[0].read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetFormatError(f"pages: ground truth {found[0]} is not UTF-8: {exc}") from exc
+        raise DatasetFormatError(f"ground truth {found[0]} is not UTF-8: {exc}") from exc
 
 
 def _nonempty(truth: str, page_file: Path, page_id: str) -> str:
     if not truth.strip():
         raise DatasetFormatError(
-            f"pages: the ground truth of {page_id} (from {page_file.name}) is empty"
+            f"the ground truth of {page_id} (from {page_file.name}) is empty"
         )
     return truth
 
@@ -160,7 +160,7 @@ def _check_image(path: Path) -> None:
     try:
         open_image(path).close()
     except ImageInputError as exc:
-        raise DatasetFormatError(f"pages: {exc}") from exc
+        raise DatasetFormatError(str(exc)) from exc
 
 
 def _pdf_pages(path: Path, truth: str) -> list[UserPage]:
@@ -168,7 +168,7 @@ def _pdf_pages(path: Path, truth: str) -> list[UserPage]:
     parts = truth.removesuffix(PAGE_BREAK).split(PAGE_BREAK)
     if len(parts) != count:
         raise DatasetFormatError(
-            f"pages: {path.name} has {count} pages but its ground truth has {len(parts)} "
+            f"{path.name} has {count} pages but its ground truth has {len(parts)} "
             "(separate the pages' ground truths with a form feed, \\f)"
         )
     pages = []

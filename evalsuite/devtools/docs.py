@@ -27,7 +27,7 @@ def _codes(names: Iterable[str]) -> str:
 def benchmark_table(benchmarks: Sequence[Benchmark]) -> str:
     """A Markdown table: marker, what it measures, CPU and GPU engines, default modes, data."""
     lines = [
-        "| marker | what it measures | CPU engines | GPU engines | modes | n-gram / window "
+        "| marker | what it measures | CPU engines | GPU engines | GPU modes | n-gram / window "
         "| data sources |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]

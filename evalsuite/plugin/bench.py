@@ -89,7 +89,8 @@ class Bench:
         """The data source's content, as its loader returns it; a file the loader cannot read
         fails the test with the loader's one-line message (naming the file)."""
         return _or_fail_in_one_line(
-            lambda: self.session.data(self.benchmark.name, self.source, self.location),
+            lambda: self.session.data(self.benchmark.name, self.source, self.location,
+                                      self.data_id),
             f"{self.benchmark.name} data source {self.source.name}: ",
         )
 
@@ -166,11 +167,17 @@ class Bench:
             self.golden_name, record, [spec.name for spec in gated], golden, group_of=group_by,
             required_groups=required_groups,
         )
+        if self.options.update_golden:
+            written = self._update(record, gated, [result.metric for result in results])
+            results = [
+                replace(result, status="golden set", entry=written[result.metric],
+                        comparison=None)
+                if result.metric in written else result
+                for result in results
+            ]
         record.params["gates"] = {result.metric: result.to_dict() for result in results}
         self.session.records.append(record)
-        if self.options.update_golden:
-            self._update(record, gated, [result.metric for result in results])
-        else:
+        if not self.options.update_golden:
             self._fail_on(record, results, gated)
         return record
 
@@ -191,7 +198,9 @@ class Bench:
 
     def _update(
         self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]
-    ) -> None:
+    ) -> dict[str, GoldenEntry]:
+        """Write the measured entries of ``names``; returns the golden entry of each metric
+        set (the stored one where the measurement equals it), by metric."""
         store = self.session.golden
         tolerance = self._tolerance_rule(gated, override=self.options.golden_tolerance)
         store.update(
@@ -204,6 +213,9 @@ class Bench:
                 commit=git_label(self.request.config.rootpath),
             ),
         )
+        stored = store.load(self.golden_name).entries
+        key = (record.engine, record.data, record.parameter)
+        return {name: stored[(*key, name)] for name in names if (*key, name) in stored}
 
     def _fail_on(
         self, record: BenchmarkRecord, results: Sequence[GateResult], gated: Sequence[MetricSpec]

@@ -96,11 +96,14 @@ class BenchSession:
             return self.options.engine_labels[name]
         return getattr(self.engine(name), "default_label", None) or name
 
-    def data(self, benchmark: str, source: DataSource, location: Path) -> Any:
-        """``source``'s data, loaded once per process; its identity is noted for the run."""
+    def data(
+        self, benchmark: str, source: DataSource, location: Path, identity: str | None = None
+    ) -> Any:
+        """``source``'s data, loaded once per process; its identity (``identity``, the one
+        the run's records carry, else the source's own) is noted for the run."""
         key = (benchmark, source.name)
         if key not in self._data:
-            identity = source.identity(location)
+            identity = identity or source.identity(location)
             self.data_sources[f"{benchmark}/{identity}"] = {
                 "benchmark": benchmark,
                 "source": source.name,

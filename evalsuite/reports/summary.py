@@ -23,6 +23,7 @@ STATUS_LABELS = {
     "no samples": "NO SAMPLES",
     "not gated": "not gated",
     "not measured": "not measured",
+    "golden set": "golden set",
 }
 FAILURES_SHOWN = 10
 """Explained sample failures listed per record in the terminal (all are in the dashboard)."""
