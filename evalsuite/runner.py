@@ -100,6 +100,7 @@ class Sample:
     details: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     measures: frozenset[str] | None = None
+    extra_requests: tuple[InferenceRequest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -295,6 +296,23 @@ def aggregate_by(
     }
 
 
+def joined_result(parts: Sequence[InferenceResult]) -> InferenceResult:
+    """One result of a document read page by page: the pages' texts joined by a blank line in
+    page order, latencies and output tokens summed (None if a page has none), the first
+    failure naming its page; the first page's settings."""
+    if len(parts) == 1:
+        return parts[0]
+    failed = next(((n, p) for n, p in enumerate(parts, 1) if p.error is not None), None)
+    tokens = [p.output_tokens for p in parts]
+    return InferenceResult(
+        text="\n\n".join(p.text for p in parts),
+        output_tokens=None if None in tokens else sum(t for t in tokens if t is not None),
+        latency_s=sum(p.latency_s for p in parts),
+        error=None if failed is None else f"page {failed[0]}: {failed[1].error}",
+        settings=dict(parts[0].settings),
+    )
+
+
 def run_benchmark(
     engine: Engine,
     samples: Sequence[Sample],
@@ -315,11 +333,12 @@ def run_benchmark(
     ``params["model_calls_by_mode"]`` the same per request mode.
     """
     all_specs = with_output_health(specs)
-    ready = [s.request for s in samples if s.error is None]
+    ready = [r for s in samples if s.error is None for r in (s.request, *s.extra_requests)]
     inferred = infer_all(engine, engine_label, ready, batch_size=batch_size, cache=cache)
     answers = iter(inferred.results)
     results = [
-        next(answers) if s.error is None else InferenceResult(text="", error=s.error)
+        joined_result([next(answers) for _ in range(1 + len(s.extra_requests))])
+        if s.error is None else InferenceResult(text="", error=s.error)
         for s in samples
     ]
     records = score_samples(samples, results, scorer, all_specs)

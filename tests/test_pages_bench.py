@@ -85,8 +85,8 @@ def copy_fixture(tmp_path: Path) -> Path:
         (lambda d: (d / "memo.jpg").write_bytes(b"\xff\xd8\xff broken"), r"memo.jpg"),
         (lambda d: (d / "site_report.pdf").write_bytes(b"%PDF-1.4 broken"),
          r"cannot read PDF .*site_report.pdf"),
-        (lambda d: (d / "site_report.md").write_text("one page only"),
-         r"site_report.pdf has 2 pages but its ground truth has 1 .*form feed"),
+        (lambda d: (d / "site_report.md").write_text("one\fpage\fthree"),
+         r"site_report.pdf has 2 pages but its ground truth has 3 .*form feed"),
         (lambda d: (d / "memo.png").write_bytes((d / "invoice_017.png").read_bytes()),
          r"no ground truth for memo.png|share the stem memo"),
     ],
@@ -214,6 +214,35 @@ def test_subset_data_names_the_part_of_the_set() -> None:
 
 
 @needs_tesseract
+def test_a_pdf_with_one_ground_truth_is_one_document_and_strays_are_noted(tmp_path: Path) -> None:
+    folder = copy_fixture(tmp_path)
+    truth = (folder / "site_report.md").read_text()
+    (folder / "site_report.md").write_text(truth.replace("\f", "\n\n"))
+    (folder / "memo_typo.md").write_text("a page whose image name was mistyped")
+    [document] = [p for p in load_user_pages(folder) if p.path.suffix == ".pdf"]
+    assert (document.page_id, document.kind, document.document_pages) == (
+        "site_report", "pdf document", 2)
+
+    done = pages_run(tmp_path, "--update-golden", pages=folder)
+    assert done.returncode == 0, done.stdout[-3000:]
+    flat = " ".join(done.stdout.split())
+    assert "site_report.pdf: 2 pages, one ground truth without form feeds: read page by page " \
+           "and scored as one document" in flat
+    assert "memo_typo.md: ground truth without a page file" in flat
+    [record] = run_records(tmp_path)
+    sample = next(s for s in record.samples if s.sample_id == "site_report")
+    assert sample.details["kind"] == "pdf document" and sample.details["pages"] == 2
+    assert record.params["model_calls"] == 4  # two images and the PDF's two pages
+    separate = [p for p in load_user_pages(PAGES) if p.path.suffix == ".pdf"]
+    assert len(separate) == 2  # the fixture's form feeds keep two pages
+
+    shutil.rmtree(tmp_path / "reports")
+    strict = pages_run(tmp_path, "--pages-strict", pages=folder)
+    assert strict.returncode == 1 and "memo_typo.md: ground truth without a page file" in \
+        " ".join(strict.stdout.split())
+
+
+@needs_tesseract
 def test_dataset_name_chooses_the_golden_file(tmp_path: Path) -> None:
     done = pages_run(tmp_path, "--dataset-name", "invoices")
     assert done.returncode == 1, done.stdout[-3000:]  # no golden yet: it fails and says how
@@ -257,3 +286,17 @@ def test_pages_without_a_usable_folder_is_a_usage_error(tmp_path: Path, args, me
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:] + done.stderr
     assert message in done.stderr
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_documents_pages_join_in_order_and_a_failed_page_is_named() -> None:
+    from evalsuite.engines.base import InferenceResult
+    from evalsuite.runner import joined_result
+
+    first = InferenceResult(text="one", output_tokens=3, latency_s=1.0)
+    second = InferenceResult(text="two", output_tokens=4, latency_s=0.5)
+    assert joined_result([first]) is first
+    joined = joined_result([first, second])
+    assert (joined.text, joined.output_tokens, joined.latency_s, joined.error) == (
+        "one\n\ntwo", 7, 1.5, None)
+    failed = joined_result([first, InferenceResult(text="", error="timed out")])
+    assert failed.error == "page 2: timed out" and failed.output_tokens is None

@@ -17,7 +17,12 @@ from pathlib import Path
 
 from evalsuite.benchmarks import Benchmark, DataSource, finix, register
 from evalsuite.benchmarks.scoring import ocr_scores
-from evalsuite.datasets.pages import UserPage, load_user_pages, render_pdf_page
+from evalsuite.datasets.pages import (
+    UserPage,
+    load_user_pages,
+    render_pdf_page,
+    unmatched_ground_truth,
+)
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.markdown import aggregate_pages
 from evalsuite.prompts import MARKDOWN
@@ -59,19 +64,52 @@ def samples(
     pages: Sequence[UserPage], mode: str, *, dpi: float, render_dir: Path
 ) -> list[Sample]:
     """One markdown-conversion request per page; PDF pages are rendered at ``dpi`` into
-    ``render_dir`` as ``<page id>.png`` (what the engine saw)."""
+    ``render_dir`` as ``<page id>.png`` (what the engine saw). A PDF document with one ground
+    truth is one sample whose further pages ride as its extra requests (outputs joined)."""
     result = []
     for page in pages:
-        image: Path = page.path
-        if page.pdf_index is not None:
-            render_dir.mkdir(parents=True, exist_ok=True)
-            image = render_dir / f"{page.page_id.replace('#', '-')}.png"
-            render_pdf_page(page.path, page.pdf_index, dpi).save(image)
-        key = {"benchmark": "pages", "document": page.page_id}
-        request = InferenceRequest(image, MARKDOWN, mode, page.page_id, key)
+        requests = [
+            InferenceRequest(image, MARKDOWN, mode, page.page_id,
+                             {"benchmark": "pages", "document": page.page_id, "page": number})
+            if page.document_pages > 1
+            else InferenceRequest(image, MARKDOWN, mode, page.page_id,
+                                  {"benchmark": "pages", "document": page.page_id})
+            for number, image in enumerate(_page_images(page, dpi, render_dir), start=1)
+        ]
         details = {"file": page.path.name, "kind": page.kind}
-        result.append(Sample(page.page_id, request, reference=page.ground_truth, details=details))
+        if page.document_pages > 1:
+            details["pages"] = page.document_pages
+        result.append(Sample(page.page_id, requests[0], reference=page.ground_truth,
+                             details=details, extra_requests=tuple(requests[1:])))
     return result
+
+
+def notes(pages: Sequence[UserPage], folder: Path) -> list[str]:
+    """What the summary should say about how the folder was read: PDFs scored as one
+    document, ground-truth files without a page (see :func:`unmatched_ground_truth`)."""
+    said = [
+        f"{page.path.name}: {page.document_pages} pages, one ground truth without form feeds: "
+        "read page by page and scored as one document (outputs joined in page order)"
+        for page in pages if page.document_pages > 1
+    ]
+    unmatched = unmatched_ground_truth(folder)
+    if unmatched:
+        said.append(f"{', '.join(unmatched)}: ground truth without a page file of the same "
+                    "name, not scored (--pages-strict makes this an error)")
+    return said
+
+
+def _page_images(page: UserPage, dpi: float, render_dir: Path) -> list[Path]:
+    if page.pdf_index is None:
+        return [page.path]
+    render_dir.mkdir(parents=True, exist_ok=True)
+    images = []
+    for index in range(page.pdf_index, page.pdf_index + page.document_pages):
+        name = page.page_id if page.document_pages == 1 else f"{page.page_id}#p{index + 1}"
+        image = render_dir / f"{name.replace('#', '-')}.png"
+        render_pdf_page(page.path, index, dpi).save(image)
+        images.append(image)
+    return images
 
 
 def score(sample: Sample, result: InferenceResult) -> dict[str, float | int | bool | None]:

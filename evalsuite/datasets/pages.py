@@ -6,8 +6,10 @@ Layout (one folder, no subfolders read):
   ``<stem>.txt`` beside it.
 - ``<stem>.pdf``: one page per PDF page, ids ``<stem>#p1``, ``<stem>#p2``, …; ground truth
   ``<stem>.md`` or ``<stem>.txt`` holding every page, pages separated by a form feed (``\\f``,
-  what ``pdftotext`` writes between pages; one trailing form feed is ignored). PDF pages are
-  rendered with PDFium (``pypdfium2``) when samples are built, at a chosen resolution.
+  what ``pdftotext`` writes between pages; one trailing form feed is ignored). A ground truth
+  without any form feed for a PDF of several pages makes the PDF one document, id ``<stem>``:
+  its pages are read one by one and their outputs joined in order. PDF pages are rendered with
+  PDFium (``pypdfium2``) when samples are built, at a chosen resolution.
 
 Every problem is a :class:`~evalsuite.errors.DatasetFormatError` naming the file: a page without
 ground truth (or with both ``.md`` and ``.txt``), empty or non-UTF-8 ground truth, an unreadable
@@ -42,11 +44,16 @@ class UserPage:
     path: Path
     pdf_index: int | None
     ground_truth: str
+    document_pages: int = 1
+    """A PDF whose ground truth has no form feed is one document: its page count (read from
+    ``pdf_index`` 0 on), else 1."""
 
     @property
     def kind(self) -> str:
-        """``pdf`` or ``image``: where the page comes from."""
-        return "image" if self.pdf_index is None else "pdf"
+        """``pdf``, ``pdf document`` (several pages, one ground truth) or ``image``."""
+        if self.pdf_index is None:
+            return "image"
+        return "pdf document" if self.document_pages > 1 else "pdf"
 
 
 def load_user_pages(folder: Path) -> list[UserPage]:
@@ -83,6 +90,15 @@ def load_user_pages(folder: Path) -> list[UserPage]:
             "rename them so each ground-truth file belongs to one page"
         )
     return pages
+
+
+def unmatched_ground_truth(folder: Path) -> list[str]:
+    """Ground-truth files of ``folder`` (``.md``/``.txt``) with no page file of their stem: a
+    mistyped page name would silently drop the page."""
+    stems = {p.stem for p in folder.iterdir()
+             if p.is_file() and p.suffix.lower() in (*IMAGE_SUFFIXES, PDF_SUFFIX)}
+    return sorted(p.name for p in folder.iterdir()
+                  if p.is_file() and p.suffix.lower() in TRUTH_SUFFIXES and p.stem not in stems)
 
 
 def render_pdf_page(
@@ -166,6 +182,8 @@ def _check_image(path: Path) -> None:
 def _pdf_pages(path: Path, truth: str) -> list[UserPage]:
     count = pdf_page_count(path)
     parts = truth.removesuffix(PAGE_BREAK).split(PAGE_BREAK)
+    if len(parts) == 1 and count > 1:  # one ground truth for the whole document
+        return [UserPage(path.stem, path, 0, _nonempty(truth, path, path.stem), count)]
     if len(parts) != count:
         raise DatasetFormatError(
             f"{path.name} has {count} pages but its ground truth has {len(parts)} "

@@ -136,6 +136,12 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"pages: resolution PDF pages are rendered at (default {PAGES_DPI_DEFAULT})",
     )
     group.addoption(
+        "--pages-strict",
+        action="store_true",
+        help="pages: a ground-truth file without a page file of its name is an error "
+        "(default: a note in the summary)",
+    )
+    group.addoption(
         "--dataset-name",
         default=None,
         help="pages: the name of the --pages-dir dataset; its goldens are "
@@ -180,6 +186,7 @@ class SuiteOptions:
     questions_per_article: int | None = None
     pages_dir: Path | None = None
     pages_dpi: float = PAGES_DPI_DEFAULT
+    pages_strict: bool = False
     dataset_name: str | None = None
     seed: int = 0
 
@@ -256,6 +263,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         ),
         pages_dir=_pages_dir(option("--pages-dir")),
         pages_dpi=_dpi(option("--pages-dpi")),
+        pages_strict=bool(option("--pages-strict")),
         dataset_name=_dataset_name(option("--dataset-name"), option("--pages-dir")),
     )
     _check_engines(options, gpu_engines)

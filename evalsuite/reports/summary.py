@@ -68,6 +68,10 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
         lines.append(f"{benchmark}:")
         lines.extend(table.splitlines())
         for record in records:
+            for note in record.params.get("notes", ()):
+                lines.extend(textwrap.wrap(
+                    f"note ({record.engine} · {record.data}): {note}", width,
+                    initial_indent="  ", subsequent_indent="    "))
             lines.extend(explained_failures(record, width))
     for line in gated_lines(run):
         lines.extend(textwrap.wrap(line, width, subsequent_indent="  ") or [line])
