@@ -20,6 +20,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("evalsuite.reports.dashboard", "write the static HTML dashboard"),
     "compare": ("evalsuite.reports.compare", "rank OCR outputs of several models against gt.txt"),
     "ab": ("evalsuite.reports.ab", "paired A/B test of two runs: did the candidate get worse?"),
+    "merge": ("evalsuite.commands.merge", "join the runs of pytest --shard K/N into one run "
+              "and gate it"),
     "serve": ("evalsuite.serving.cli", "serve an engine over an OpenAI-compatible HTTP API"),
 }
 

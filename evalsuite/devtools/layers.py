@@ -61,6 +61,7 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite.stats_paired": "middle",
     "evalsuite.golden": "middle",
     "evalsuite.runner": "middle",
+    "evalsuite.shards": "middle",
     "evalsuite.request_cache": "middle",
     "evalsuite.benchmarks": "middle",
     # top: what a user runs or reads (the pytest front end, commands, reports, servers)

@@ -43,6 +43,7 @@ from evalsuite.runner import (
     run_benchmark,
     with_output_health,
 )
+from evalsuite.shards import shard_params, shard_positions
 from evalsuite.tokens import MODES
 
 
@@ -143,6 +144,12 @@ class Bench:
         if not samples:
             pytest.skip(f"{self.benchmark.name}: data source {self.source.name} has no samples")
         data = subset_data(self.data_id, len(samples), available)
+        shard = self.options.shard
+        whole = samples
+        if shard is not None:
+            requests = [(s.request.sample_id, s.request.mode, s.request.prompt) for s in whole]
+            positions = shard_positions(requests, *shard)
+            samples = [whole[i] for i in positions]
         self._require_recordings(samples)
         record = run_benchmark(
             self.engine,
@@ -157,6 +164,15 @@ class Bench:
             batch_size=self.options.batch_size,
             cache=self.session.cache,
         )
+        if shard is not None:  # gated only once `evalsuite merge` joins every shard
+            record.params["shard"] = shard_params(
+                shard, {whole[i].sample_id: i for i in positions}, len(whole), specs,
+                self.golden_name,
+                None if group_by is None else {s.sample_id: group_by(s) for s in record.samples},
+                required_groups,
+            )
+            self.session.records.append(record)
+            return record
         gated = [
             spec for spec in with_output_health(specs) if spec.gate and spec.name in record.metrics
         ]

@@ -136,6 +136,13 @@ def add_options(parser: pytest.Parser) -> None:
         help=f"pages: resolution PDF pages are rendered at (default {PAGES_DPI_DEFAULT})",
     )
     group.addoption(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="run the K-th of N deterministic parts of every benchmark's samples (one machine "
+        "of N); nothing is gated until `evalsuite merge` joins the N runs",
+    )
+    group.addoption(
         "--pages-strict",
         action="store_true",
         help="pages: a ground-truth file without a page file of its name is an error "
@@ -187,6 +194,8 @@ class SuiteOptions:
     pages_dir: Path | None = None
     pages_dpi: float = PAGES_DPI_DEFAULT
     pages_strict: bool = False
+    shard: tuple[int, int] | None = None
+    """(K, N): this run takes the samples at positions i with i % N == K - 1."""
     dataset_name: str | None = None
     seed: int = 0
 
@@ -264,9 +273,16 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         pages_dir=_pages_dir(option("--pages-dir")),
         pages_dpi=_dpi(option("--pages-dpi")),
         pages_strict=bool(option("--pages-strict")),
+        shard=_shard(option("--shard")),
         dataset_name=_dataset_name(option("--dataset-name"), option("--pages-dir")),
     )
     _check_engines(options, gpu_engines)
+    if options.shard is not None and options.update_golden:
+        raise pytest.UsageError(
+            "--shard and --update-golden exclude each other: a shard is part of the samples; "
+            "merge the shards (evalsuite merge), then set goldens from the merged run or a "
+            "whole run"
+        )
     if options.server_command is not None:
         if options.api_base is not None:
             raise pytest.UsageError("--server-command and --api-base exclude each other")
@@ -314,6 +330,15 @@ def engine_modes(name: str, served_model: str) -> tuple[str, ...]:
         if modes is not None:
             return modes
     return supported_modes(name)
+
+
+def _shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise pytest.UsageError(f"--shard {value!r}: expected K/N with 1 <= K <= N, e.g. 1/4")
+    return int(index), int(count)
 
 
 def _api_base(value: str | None) -> str | None:

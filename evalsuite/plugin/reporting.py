@@ -97,12 +97,12 @@ def finish_session(session: pytest.Session) -> None:
     )
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
         metadata = dataclasses.replace(metadata, interrupted=True)
-    written = finalize_run(
-        bench.run_dir, metadata, bench.records, history_path=options.report_dir / "history.jsonl"
-    )
+    history = None if options.shard else options.report_dir / "history.jsonl"  # a part only
+    written = finalize_run(bench.run_dir, metadata, bench.records, history_path=history)
     remove_request_cache(bench.run_dir)
     config.stash[RESULTS_KEY] = written
-    if options.asked and not options.update_golden and gated_count(read_results(written)) == 0:
+    if (options.asked and not options.update_golden and not options.shard
+            and gated_count(read_results(written)) == 0):
         _fail_unmeasured(session, bench)
 
 

@@ -68,6 +68,12 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
         lines.append(f"{benchmark}:")
         lines.extend(table.splitlines())
         for record in records:
+            shard = record.params.get("shard")
+            if isinstance(shard, dict):
+                lines.append(f"  {record.engine} · {record.data} · {record.parameter}: shard "
+                             f"{shard['index']}/{shard['count']}, {len(record.samples)} of "
+                             f"{shard['total']} samples, gated once `evalsuite merge` joins "
+                             "the shards")
             for note in record.params.get("notes", ()):
                 lines.extend(textwrap.wrap(
                     f"note ({record.engine} · {record.data}): {note}", width,
