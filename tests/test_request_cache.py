@@ -94,3 +94,21 @@ def test_two_workers_make_the_serial_runs_model_calls_and_scores(tmp_path: Path)
         outputs[workers] = (calls, scores)
     assert outputs["0"] == outputs["2"]
     assert outputs["0"][0] == ["model calls: 4 (native 4)"]
+
+
+def test_a_run_that_wrote_no_record_leaves_no_cache_behind(tmp_path: Path) -> None:
+    (tmp_path / "broken_engine.py").write_text(
+        "from evalsuite.engines import EngineBase\n"
+        "from evalsuite.errors import EngineUnavailableError\n\n\n"
+        "class Broken(EngineBase):\n"
+        "    name = 'broken'\n"
+        "    kind = 'ocr'\n\n"
+        "    def infer(self, request):\n"
+        "        raise EngineUnavailableError('no model here')\n"
+    )
+    reports = tmp_path / "reports"
+    env = child_env(PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    done = run_pytest("benches/test_fox.py::test_fox_pages", "--engine", "broken_engine:Broken",
+                      "--report-dir", reports, env=env)
+    assert done.returncode == 1 and "no model here" in done.stdout, done.stdout[-3000:]
+    assert not list(reports.rglob("request_cache.sqlite*"))

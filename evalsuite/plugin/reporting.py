@@ -60,6 +60,9 @@ def finish_session(session: pytest.Session) -> None:
 
         bench = bench_session(config)
     if not bench.records and not (bench.run_dir / PARTS_DIR).is_dir():
+        remove_request_cache(bench.run_dir)  # a test that failed before its record left it
+        if bench.run_dir.is_dir() and not any(bench.run_dir.iterdir()):
+            bench.run_dir.rmdir()
         if bench.options.asked and not config.getoption("collectonly"):
             _fail_unmeasured(session, bench)
         return
