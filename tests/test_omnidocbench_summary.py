@@ -122,7 +122,7 @@ def test_series_mean_skips_missing_values(values):
     assert (math.isnan(ours) and math.isnan(expected)) or ours == pytest.approx(expected)
 
 
-def test_image_name_rule():
-    assert summary.image_name("page.jpg") == "page.jpg"
-    assert summary.image_name("page_a.jpg_12") == "page_a.jpg"
-    assert summary.image_name("page.png") == ""  # the official rule's quirk
+def test_sample_page_rule():
+    assert summary.sample_page("page.jpg") == "page.jpg"
+    assert summary.sample_page("page_a.jpg_12") == "page_a.jpg"
+    assert summary.sample_page("page.png") == ""  # the official rule's quirk

@@ -40,7 +40,12 @@ from evalsuite.datasets.omnidocbench import (
     load_omnidocbench,
 )
 from evalsuite.engines.base import InferenceRequest, InferenceResult
-from evalsuite.metrics.omnidocbench.evaluation import PAGE_FIELDS, Evaluation, evaluate_pages
+from evalsuite.metrics.omnidocbench.evaluation import (
+    PAGE_FIELDS,
+    Evaluation,
+    evaluate_pages,
+    predictions_in,
+)
 from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES
 from evalsuite.metrics.omnidocbench.page import (
     TEXT_CATEGORIES,
@@ -219,11 +224,7 @@ def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
 
 def official_summary(bench: OmniDocBench, predictions: Path) -> Evaluation:
     """The official evaluation of the written predictions (the run-wide rules included)."""
-    def read(name: str) -> str | None:
-        path = predictions / f"{name[:-4]}.md"
-        return path.read_text(encoding="utf-8") if path.is_file() else None
-
-    return evaluate_pages(bench.pages, read, bench.page_info())
+    return evaluate_pages(bench.pages, predictions_in(predictions), bench.page_info())
 
 
 def write_summary(path: Path, evaluation: Evaluation) -> None:

@@ -68,12 +68,10 @@ def samples(
     truth is one sample whose further pages ride as its extra requests (outputs joined)."""
     result = []
     for page in pages:
+        key = {"benchmark": "pages", "document": page.page_id}
         requests = [
             InferenceRequest(image, MARKDOWN, mode, page.page_id,
-                             {"benchmark": "pages", "document": page.page_id, "page": number})
-            if page.document_pages > 1
-            else InferenceRequest(image, MARKDOWN, mode, page.page_id,
-                                  {"benchmark": "pages", "document": page.page_id})
+                             {**key, "page": number} if page.document_pages > 1 else key)
             for number, image in enumerate(_page_images(page, dpi, render_dir), start=1)
         ]
         details = {"file": page.path.name, "kind": page.kind}

@@ -37,7 +37,7 @@ from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
     evaluate_pages,
-    prediction_path,
+    predictions_in,
 )
 from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.normalize import LatexmlUnavailable
@@ -138,12 +138,7 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
                         for key, value in filters.items())]
         if not pages:
             raise DatasetFormatError(f"no page of {args.gt} passes the filter {filters}")
-
-        def read(name: str) -> str | None:
-            path = prediction_path(folder, name)
-            return None if path is None else path.read_text(encoding="utf-8")
-
-        evaluation = evaluate_pages(pages, read, bench.page_info())
+        evaluation = evaluate_pages(pages, predictions_in(folder), bench.page_info())
     except (DatasetFormatError, LatexmlUnavailable, MatchError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -103,6 +103,17 @@ def prediction_path(folder: Path, image: str) -> Path | None:
     return None
 
 
+def predictions_in(folder: Path) -> Callable[[str], str | None]:
+    """The reader of ``folder``'s predictions for :func:`evaluate_pages`: a page's markdown by
+    :func:`prediction_path`, None when it has none."""
+
+    def read(image: str) -> str | None:
+        path = prediction_path(folder, image)
+        return None if path is None else path.read_text(encoding="utf-8")
+
+    return read
+
+
 def evaluate_pages(
     pages: Sequence[Mapping[str, Any]],
     predictions: Callable[[str], str | None],

@@ -12,7 +12,6 @@ Cross-page rule kept out of :func:`match_page`: the table format of a run
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ from evalsuite.metrics.omnidocbench.match import (
     match_simple,
 )
 from evalsuite.metrics.omnidocbench.normalize import normalize_table
+from evalsuite.metrics.omnidocbench.summary import page_edit_distance
 from evalsuite.metrics.tables import teds
 
 __all__ = [
@@ -253,33 +253,23 @@ def match_page(
 
     formula_rows: list[MatchedRow] = []
     if blocks.get("equation_isolated"):
-        rows = match_quick(
+        formula_rows = _without_extra_predictions(match_quick(
             _gt_items(blocks["equation_isolated"], "formula"),
             predicted["equation_isolated"],
             "formula",
             image_name,
-        )
-        formula_rows = [row for row in rows if row.gt_idx != ("",)]
+        ))
 
-    html_rows: list[MatchedRow] = []
-    latex_rows: list[MatchedRow] = []
+    table_rows: list[MatchedRow] = []
+    table_type: LineType = "html_table"
     if blocks.get("table"):
         if len(predicted["latex_table"]) > len(predicted["html_table"]):
-            rows = match_simple(
-                _gt_items(blocks["table"], "latex_table"),
-                predicted["latex_table"],
-                "latex_table",
-                image_name,
-            )
-            latex_rows = [row for row in rows if row.gt_idx != ("",)]
-        else:
-            rows = match_simple(
-                _gt_items(blocks["table"], "html_table"),
-                predicted["html_table"],
-                "html_table",
-                image_name,
-            )
-            html_rows = [row for row in rows if row.gt_idx != ("",)]
+            table_type = "latex_table"
+        table_rows = _without_extra_predictions(match_simple(
+            _gt_items(blocks["table"], table_type), predicted[table_type], table_type, image_name
+        ))
+    html_rows = table_rows if table_type == "html_table" else []
+    latex_rows = table_rows if table_type == "latex_table" else []
 
     order = _reading_order(text_rows, image_name)
     return PageMatches(
@@ -293,6 +283,12 @@ def match_page(
         latex_table_rows=tuple(latex_rows),
         text_match_timed_out=timed_out,
     )
+
+
+def _without_extra_predictions(rows: list[MatchedRow]) -> list[MatchedRow]:
+    """The rows that have a ground truth (v1.0 drops the predicted-only rows of formulas, which
+    inline formulas also fill, and of tables)."""
+    return [row for row in rows if row.gt_idx != ("",)]
 
 
 def _reading_order(rows: list[MatchedRow], img_id: str) -> ElementSample | None:
@@ -370,7 +366,7 @@ def page_values(page: PageMatches, table_format: str) -> dict[str, float | None]
     tables = page.table_samples(table_format)
     for element in ELEMENTS:
         samples = tables if element == "table" else page.elements[element]
-        values[f"{element}_edit"] = _page_edit(samples)
+        values[f"{element}_edit"] = page_edit_distance(samples)
     values["table_TEDS"] = _mean([sample.teds for sample in tables])
     values["table_TEDS_structure_only"] = _mean([sample.teds_structure_only for sample in tables])
     return values
@@ -379,11 +375,3 @@ def page_values(page: PageMatches, table_format: str) -> dict[str, float | None]
 def _mean(scores: list[float | None]) -> float | None:
     known = [score for score in scores if score is not None]
     return sum(known) / len(known) if known else None
-
-
-def _page_edit(samples: list[ElementSample]) -> float | None:
-    if not samples:
-        return None
-    edits = sum(sample.edit_num or 0 for sample in samples)
-    upper = sum(sample.upper_len or 0 for sample in samples)
-    return edits / upper if upper else math.nan

@@ -65,7 +65,7 @@ class SummaryError(ValueError):
     """A sample that the official aggregation cannot place (it would raise there too)."""
 
 
-def image_name(img_id: str) -> str:
+def sample_page(img_id: str) -> str:
     """The page a sample belongs to, by v1.0's rule: ``img_id`` itself when it ends with
     ``.jpg``, else ``img_id`` less its last ``_`` part (``page.jpg_3`` -> ``page.jpg``).
     Quirk: a page whose image is not a ``.jpg`` has its page-level samples (reading order)
@@ -85,18 +85,24 @@ def sample_metrics(element: str, sample: ScoredSample) -> dict[str, float]:
     return metrics
 
 
-def page_edit_distances(samples: Sequence[ScoredSample]) -> dict[str, float]:
-    """Per page, ``Σ Edit_num / Σ upper_len`` (the official ``<element>_per_page_edit.json``);
-    NaN for a page whose samples have no length at all."""
-    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+def page_edit_distance(samples: Sequence[ScoredSample]) -> float | None:
+    """A page's edit distance over its samples of one element: ``Σ edit_num / Σ upper_len``
+    (v1.0's ``<element>_per_page_edit.json`` value); NaN when every sample is empty on both
+    sides, None without samples."""
+    if not samples:
+        return None
+    edits = sum(sample.edit_num or 0 for sample in samples)
+    upper = sum(sample.upper_len or 0 for sample in samples)
+    return edits / upper if upper else math.nan
+
+
+def page_edit_distances(samples: Sequence[ScoredSample]) -> dict[str, float | None]:
+    """Per page (sorted by name), :func:`page_edit_distance` of its samples (the official
+    ``<element>_per_page_edit.json``)."""
+    by_page: dict[str, list[ScoredSample]] = defaultdict(list)
     for sample in samples:
-        entry = sums[image_name(sample.img_id)]
-        entry[0] += sample.edit_num or 0
-        entry[1] += sample.upper_len or 0
-    return {
-        name: (float(edits) / length if length else math.nan)
-        for name, (edits, length) in sorted(sums.items())
-    }
+        by_page[sample_page(sample.img_id)].append(sample)
+    return {name: page_edit_distance(members) for name, members in sorted(by_page.items())}
 
 
 def summarize(
@@ -191,7 +197,7 @@ def _page_split(
         lambda: defaultdict(list)
     )
     for sample in samples:
-        name = image_name(sample.img_id)
+        name = sample_page(sample.img_id)
         if name not in page_info:
             raise SummaryError(
                 f"sample {sample.img_id!r} belongs to page {name!r}, which the ground truth "
