@@ -57,7 +57,7 @@ def record(parameter: str, sample_ids: list[str], prediction: str = "text") -> B
 def test_run_ids_are_unique_sortable_and_carry_the_utc_start() -> None:
     early = new_run_id(datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC))
     late = new_run_id(datetime(2025, 1, 2, 3, 4, 6, tzinfo=UTC))
-    assert re.fullmatch(r"20250102T030405Z-[0-9a-f]{6}", early)
+    assert re.fullmatch(r"20250102T030405Z-[0-9a-f]{8}", early)
     assert early < late
     assert len({new_run_id() for _ in range(50)}) == 50
 

@@ -73,10 +73,11 @@ class RunMetadata:
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """A sortable, unique run id: UTC start time plus 6 random hex digits, e.g.
-    ``20251122T035012Z-3fa9c1``."""
+    """A sortable, unique run id: UTC start time plus 8 random hex digits, e.g.
+    ``20251122T035012Z-3fa9c1d0``. 32 random bits keep ids of runs started in the same second
+    apart (a hundred of them collide with odds of about one in a million)."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
-    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
 
 
 def require_run_id(run_id: Any) -> str:
