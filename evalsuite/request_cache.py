@@ -88,15 +88,30 @@ class SharedResultCache(ResultCache):
     @property
     def _db(self) -> sqlite3.Connection:
         if self._connection is None:
+            self._connection = self._open()
+        return self._connection
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection to the file, in WAL mode with the table made. Switching the journal
+        mode does not wait for another process's lock as statements do (SQLite answers
+        "database is locked" at once while a process that started at the same moment sets it
+        up), so the setup is retried until :data:`CONNECT_TIMEOUT_S` has passed."""
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while True:
             connection = sqlite3.connect(self.path, timeout=CONNECT_TIMEOUT_S,
                                          isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, owner TEXT NOT NULL,"
-                " result BLOB)"
-            )
-            self._connection = connection
-        return self._connection
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY,"
+                    " owner TEXT NOT NULL, result BLOB)"
+                )
+                return connection
+            except sqlite3.OperationalError as error:
+                connection.close()
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+            time.sleep(WAIT_POLL_S)
 
     def get(self, key: str) -> InferenceResult | None:
         local = self._results.get(key)
