@@ -109,7 +109,7 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
         for name in options.engines_to_run(b.gpu_engines, b.cpu_engines)
         if name in SERVED_ENGINES
     }
-    if not served or options.api_base is not None:
+    if not served or options.api_bases:
         return
     if not (options.gpu or options.server_command):
         return  # the engine then says it needs --api-base
@@ -144,7 +144,7 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
     config.add_cleanup(server.stop)
     if reporter is not None:
         reporter.write_line(f"evalsuite: model server ready at {server.api_base}")
-    config.stash[OPTIONS_KEY] = replace(options, api_base=server.api_base)
+    config.stash[OPTIONS_KEY] = replace(options, api_bases=(server.api_base,))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -235,7 +235,7 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[WORKER_RUN_ID] = config.stash[RUN_ID_KEY]
     options: SuiteOptions = config.stash[OPTIONS_KEY]
     node.workerinput[WORKER_SERVER] = {
-        "api_base": options.api_base,
+        "api_bases": options.api_bases,
         "server_error": options.server_error,
     }
 

@@ -12,6 +12,7 @@ import pytest
 from evalsuite.benchmarks import all_benchmarks
 from evalsuite.golden import GoldenStore
 from evalsuite.records.results import read_results
+from evalsuite.serving.process import serve_subprocess
 from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
 STAND_IN = "evalsuite.perf.serving:fixed_latency_engine --engine-option latency_s=0"
@@ -102,6 +103,8 @@ def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
          "gundam not a mode of engine 'vllm'; its modes: default, global"),
         (["--engine", "nosuch"], "--engine: unknown engine 'nosuch'"),
         (["--api-base", "localhost:8000"], "--api-base 'localhost:8000': expected an http(s) URL"),
+        (["--api-base", "http://gpu-1:8000/v1", "--api-base", "http://gpu-1:8000/v1/"],
+         "--api-base 'http://gpu-1:8000/v1/' is given twice"),
     ],
 )
 def test_bad_options_are_usage_errors_before_anything_runs(tmp_path, args, message):
@@ -372,6 +375,45 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
             for metric, summary in r.metrics.items()
         }
     assert scores["local"] and scores["served"] == scores["local"]
+
+
+def test_two_servers_split_a_run_and_score_like_one(tmp_path):
+    """``--api-base`` twice: the requests of a ``-n 2`` run spread over both servers, the
+    counts per server (summed over the workers) add up to the run's model calls, and the
+    scores and gates are those of a serial run against one server."""
+    golden = tmp_path / "golden"
+    benches = ["benches/test_fox.py", "benches/test_omnidocbench.py"]
+    stand_in = "evalsuite.perf.serving:fixed_latency_engine"
+    with (serve_subprocess(stand_in, engine_options={"latency_s": 0.02}, max_batch=4) as first,
+          serve_subprocess(stand_in, engine_options={"latency_s": 0.02}, max_batch=4) as second):
+        for name, setting in (("set", ["--update-golden"]), ("one", [])):
+            one = run_pytest(*benches, "--engine", "openai", "--api-base", first.api_base,
+                             *setting, "--golden-dir", golden, "--report-dir", tmp_path / name)
+            assert one.returncode == 0, one.stdout[-3000:]
+        two = run_pytest(*benches, "-n", "2", "--engine", "openai", "--api-base", first.api_base,
+                         "--api-base", second.api_base, "--concurrency", "2",
+                         "--golden-dir", golden, "--report-dir", tmp_path / "two")
+    assert two.returncode == 0, two.stdout[-3000:]
+    runs = {name: read_results(next((tmp_path / name).glob("*/results.json")))
+            for name in ("one", "two")}
+    scores = {
+        name: {(r.benchmark, r.engine, r.data, r.parameter, metric): summary.value
+               for r in run.records for metric, summary in r.metrics.items()}
+        for name, run in runs.items()
+    }
+    assert scores["one"] and scores["two"] == scores["one"]
+    gates = {name: [(r.parameter, r.params["gates"]) for r in run.records]
+             for name, run in runs.items()}
+    assert gates["two"] == gates["one"]
+    (details,) = runs["two"].metadata.engine_details.values()
+    counts = details["endpoint_counts"]
+    assert set(counts) == {first.api_base, second.api_base}
+    assert all(c["requests"] > 0 and c["failed"] == 0 for c in counts.values())
+    calls = runs["two"].metadata.model_calls
+    assert calls == runs["one"].metadata.model_calls
+    assert sum(c["completed"] for c in counts.values()) == calls
+    assert details["api_base"] == [first.api_base, second.api_base]
+    assert re.search(r"requests by server: http://127\.0\.0\.1:\d+/v1 \d+ ·\s+http://", two.stdout)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ import base64
 import contextlib
 import io
 import random
+import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +44,7 @@ class FakeOpenAIServer:
     an int (that HTTP status with an OpenAI error body) or ``"ok"`` (after ``delay_s()`` seconds,
     answer the request's text reversed, with ``completion_tokens`` = its length); once the
     script is used up every step is ``"ok"``. ``version`` is what ``/version`` answers (None:
-    404, like a server without that route).
+    404, like a server without that route); ``model_id`` and ``root`` are its model card's.
     """
 
     script: list[str | int] = field(default_factory=list)
@@ -50,13 +52,17 @@ class FakeOpenAIServer:
     version: dict[str, Any] | None = None
     max_model_len: int | None = None
     plugin: bool = True
+    model_id: str = "fake-model"
+    root: str | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
     api_base: str = ""
 
     async def models(self, _: web.Request) -> web.Response:
-        card: dict[str, Any] = {"id": "fake-model"}
+        card: dict[str, Any] = {"id": self.model_id}
+        if self.root is not None:
+            card["root"] = self.root
         if self.max_model_len is not None:
             card["max_model_len"] = self.max_model_len  # as vLLM's model cards say
         return web.json_response({"object": "list", "data": [card]})
@@ -285,6 +291,114 @@ def test_results_keep_request_order_with_many_in_flight() -> None:
     assert engine.preferred_batch_size == 8
     assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(40)]
     assert 1 < fake.most_in_flight <= 8
+
+
+# --- several servers ---
+
+
+def two_server_engine(first: FakeOpenAIServer, second: FakeOpenAIServer, **options: Any) -> Any:
+    return create_engine(
+        "vllm", api_base=[first.api_base, second.api_base], backoff_s=0.01, **options
+    )
+
+
+def prompts(count: int) -> list[InferenceRequest]:
+    return [request(None, prompt=f"prompt {i:02d}", sample_id=f"s{i}") for i in range(count)]
+
+
+def test_two_servers_share_the_requests_and_answers_keep_their_order() -> None:
+    rng = random.Random(3)
+    first = FakeOpenAIServer(delay_s=lambda: rng.uniform(0.01, 0.03))
+    second = FakeOpenAIServer(delay_s=lambda: rng.uniform(0.01, 0.03))
+    with running(first), running(second):
+        engine = two_server_engine(first, second, concurrency=4)
+        results = engine.infer_batch(prompts(60))
+    assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(60)]
+    assert engine.preferred_batch_size == 8  # four in flight per server
+    counts = engine.endpoint_counts()
+    assert counts == {
+        first.api_base: {"requests": len(first.bodies), "completed": len(first.bodies),
+                         "failed": 0},
+        second.api_base: {"requests": len(second.bodies), "completed": len(second.bodies),
+                          "failed": 0},
+    }
+    assert len(first.bodies) + len(second.bodies) == 60
+    assert abs(len(first.bodies) - len(second.bodies)) <= 8  # servers of one speed: even
+    assert 1 < first.most_in_flight <= 4 and 1 < second.most_in_flight <= 4
+    answered_by = [r.settings["api_base"] for r in results]
+    assert answered_by.count(first.api_base) == len(first.bodies)
+    assert engine.server_info()["api_base"] == [first.api_base, second.api_base]
+
+
+def test_a_faster_server_takes_more_requests() -> None:
+    fast, slow = FakeOpenAIServer(delay_s=lambda: 0.005), FakeOpenAIServer(delay_s=lambda: 0.1)
+    with running(fast), running(slow):
+        engine = two_server_engine(fast, slow, concurrency=2)
+        results = engine.infer_batch(prompts(40))
+    assert [r.error for r in results] == [None] * 40
+    assert len(fast.bodies) > 3 * len(slow.bodies) > 0
+
+
+def test_a_failed_request_is_retried_at_once_on_the_other_server() -> None:
+    failing, healthy = FakeOpenAIServer(script=[503]), FakeOpenAIServer()
+    with running(failing), running(healthy):
+        engine = create_engine(
+            "vllm", api_base=[failing.api_base, healthy.api_base], backoff_s=30.0, max_retries=1
+        )
+        started = time.perf_counter()
+        result = engine.infer(request(None, prompt="only one"))
+        elapsed = time.perf_counter() - started
+    assert result.error is None and result.text == "eno ylno"
+    assert elapsed < 5  # no 30 s backoff: another server was free
+    assert result.settings["api_base"] == healthy.api_base
+    assert engine.endpoint_counts() == {
+        failing.api_base: {"requests": 1, "completed": 0, "failed": 1},
+        healthy.api_base: {"requests": 1, "completed": 1, "failed": 0},
+    }
+
+
+def test_every_request_of_a_batch_survives_a_server_that_goes_away() -> None:
+    healthy, leaving = FakeOpenAIServer(delay_s=lambda: 0.01), FakeOpenAIServer()
+    with running(healthy):
+        with running(leaving):
+            engine = create_engine(
+                "vllm", api_base=[leaving.api_base, healthy.api_base], backoff_s=2.0,
+                concurrency=4, max_retries=1,
+            )
+        results = engine.infer_batch(prompts(30))  # the first server has stopped listening
+    assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(30)]
+    counts = engine.endpoint_counts()
+    assert counts[healthy.api_base] == {"requests": 30, "completed": 30, "failed": 0}
+    # only the requests sent before its first refusal came back: then it rests (2 s)
+    assert counts[leaving.api_base]["completed"] == 0
+    assert 1 <= counts[leaving.api_base]["failed"] <= 4
+
+
+@pytest.mark.parametrize(
+    ("second", "message"),
+    [
+        (FakeOpenAIServer(version={"version": "0.34.0"}), "version '0.33.0' vs '0.34.0'"),
+        (FakeOpenAIServer(version={"version": "0.33.0"}, max_model_len=4096),
+         "max_model_len None vs 4096"),
+        (FakeOpenAIServer(version={"version": "0.33.0"}, root="/models/finetune"),
+         "root None vs '/models/finetune'"),
+        (FakeOpenAIServer(version={"version": "0.33.0"}, model_id="other-model"),
+         "does not serve 'fake-model'; it serves: other-model"),
+    ],
+)
+def test_servers_of_different_model_versions_are_refused(second, message) -> None:
+    first = FakeOpenAIServer(version={"version": "0.33.0"})
+    with (running(first), running(second),
+          pytest.raises(EngineUnavailableError, match=re.escape(message)) as raised):
+        two_server_engine(first, second)
+    assert second.api_base in str(raised.value)
+
+
+def test_a_server_named_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="names a server twice"):
+        create_engine("openai", api_base=["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/"])
+    with pytest.raises(ValueError, match="names no server"):
+        create_engine("openai", api_base=[])
 
 
 def test_unreachable_server_is_reported_at_creation() -> None:

@@ -235,3 +235,19 @@ def test_restructured_table_drops_rows_and_merges_cells_but_keeps_the_header():
     assert changed.count('colspan="2"') > 0
     assert changed.split("</thead>")[0] == gt.split("</thead>")[0]
     assert 0 < teds(changed, gt, structure_only=True) < 1
+
+
+def test_serving_rows_fail_on_slow_or_idle_servers_and_on_changed_call_counts():
+    from evalsuite.perf.serving import EndpointRow, WorkerRow, _endpoint_cells, _worker_cells
+
+    assert EndpointRow(2, 78.0, 40.0, (60, 60)).passed  # 1.95x >= 1.6x
+    slow = EndpointRow(2, 60.0, 40.0, (60, 60))  # 1.5x
+    idle = EndpointRow(4, 160.0, 40.0, (80, 80, 80, 0))  # fast enough, one server unused
+    assert not slow.passed and _endpoint_cells(slow)[-1] == "FAIL (too slow)"
+    assert not idle.passed and _endpoint_cells(idle)[-1] == "FAIL (a server took none)"
+    assert _endpoint_cells(idle)[-2] == "80 / 80 / 80 / 0"
+    assert EndpointRow(1, 40.0, 40.0, (5,)).passed
+    assert WorkerRow(2, 525, 525, 9.0).passed
+    repeated = WorkerRow(2, 631, 525, 9.0)
+    assert not repeated.passed and _worker_cells(repeated)[-2:] == (
+        "= 525", "FAIL (repeated or lost calls)")

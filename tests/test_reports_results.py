@@ -19,6 +19,7 @@ from evalsuite.records.metadata import (
     RunMetadata,
     collect_metadata,
     git_state,
+    merge_engine_details,
     new_run_id,
     require_run_id,
 )
@@ -240,3 +241,21 @@ def test_realistic_runs_validate_and_the_schema_rejects_broken_files(tmp_path: P
         ("records", 0, "metrics", "edit_precision"),
         ("records", 1, "samples", 0, "scores", "edit_precision"),
     } <= failed_at
+
+
+def test_engine_details_of_several_processes_sum_their_requests_per_server() -> None:
+    first = {"deepseek-ocr": {"engine": "vllm", "endpoint_counts": {
+        "http://a/v1": {"requests": 10, "completed": 9, "failed": 1},
+        "http://b/v1": {"requests": 7, "completed": 7, "failed": 0}}},
+        "tesseract": {"engine": "tesseract"}}
+    second = {"deepseek-ocr": {"engine": "vllm", "endpoint_counts": {
+        "http://b/v1": {"requests": 5, "completed": 5, "failed": 0},
+        "http://c/v1": {"requests": 1, "completed": 0, "failed": 1}}}}
+    merged = merge_engine_details(first, second, {})
+    assert merged["deepseek-ocr"]["endpoint_counts"] == {
+        "http://a/v1": {"requests": 10, "completed": 9, "failed": 1},
+        "http://b/v1": {"requests": 12, "completed": 12, "failed": 0},
+        "http://c/v1": {"requests": 1, "completed": 0, "failed": 1},
+    }
+    assert merged["tesseract"] == {"engine": "tesseract"}
+    assert first["deepseek-ocr"]["endpoint_counts"]["http://b/v1"]["requests"] == 7  # unchanged

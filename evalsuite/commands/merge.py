@@ -18,7 +18,7 @@ from pathlib import Path
 from evalsuite.errors import EvalsuiteError
 from evalsuite.golden import GoldenStore, gate_record
 from evalsuite.records import finalize_run
-from evalsuite.records.metadata import new_run_id, utc_timestamp
+from evalsuite.records.metadata import merge_engine_details, new_run_id, utc_timestamp
 from evalsuite.records.results import read_results
 from evalsuite.reports.ab import resolve_run
 from evalsuite.reports.summary import summary_lines
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         run_name=args.run_name,
         engines=sorted({e for r in shard_runs for e in r.metadata.engines}),
         modes=sorted({m for r in shard_runs for m in r.metadata.modes}),
-        engine_details={k: v for r in shard_runs for k, v in r.metadata.engine_details.items()},
+        engine_details=merge_engine_details(*(r.metadata.engine_details for r in shard_runs)),
         data_sources={k: v for r in shard_runs for k, v in r.metadata.data_sources.items()},
         model_calls=sum(r.metadata.model_calls or 0 for r in shard_runs),
         duration_s=max((r.metadata.duration_s or 0.0) for r in shard_runs),

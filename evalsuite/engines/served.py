@@ -45,6 +45,13 @@ Vision tokens come from the image size and mode (the ``model_family`` option):
 DeepSeek-OCR-2, none for ``"none"``. ``output_tokens`` is the response's
 ``usage.completion_tokens`` (``evalsuite serve`` also says when its engine counted none).
 
+Several servers (``api_base`` a list: one vLLM per GPU or per node) serve as one: each must
+serve the same model at the same version (:data:`SERVER_IDENTITY_FIELDS`), each request goes
+to the server with the fewest requests in flight, and a request that failed in a way worth
+retrying (connection refused or lost, HTTP 5xx) is retried on another server at once; a server
+that failed rests (is chosen last) for ``backoff_s · 2^k`` s after its k-th failure in a row.
+:meth:`OpenAIChatEngine.endpoint_counts` says how many requests each one took.
+
 The HTTP client is aiohttp: on a 2-core machine httpx's asynchronous client spent 1.2-3.5 ms of
 CPU per request (more with more connections open), aiohttp 0.2-0.3 ms, which is what lets one
 client keep a batching server busy.
@@ -60,7 +67,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -142,9 +149,40 @@ class ServerInfo:
     per_request_mode: bool
     keyed_outputs: bool
     max_model_len: int | None = None
+    root: str | None = None
+    """The model card's ``root``: what vLLM loaded (a hub id or a folder)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """What must be equal for two servers to serve as one: all but the URL."""
+        return {name: getattr(self, name) for name in SERVER_IDENTITY_FIELDS}
+
+
+SERVER_IDENTITY_FIELDS = tuple(f.name for f in fields(ServerInfo) if f.name != "api_base")
+"""The fields of :class:`ServerInfo` that several servers of one engine must share."""
+
+
+@dataclass
+class Endpoint:
+    """One server of an engine and what it did: POSTs sent (``requests``), answered with a
+    usable completion (``completed``) and failed in a way worth retrying (``failed``)."""
+
+    info: ServerInfo
+    in_flight: int = 0
+    requests: int = 0
+    completed: int = 0
+    failed: int = 0
+    failures_in_a_row: int = 0
+    resting_until: float = field(default=0.0, repr=False)
+
+    @property
+    def api_base(self) -> str:
+        return self.info.api_base
+
+    def counts(self) -> dict[str, int]:
+        return {"requests": self.requests, "completed": self.completed, "failed": self.failed}
 
 
 @dataclass(frozen=True)
@@ -209,15 +247,17 @@ class OpenAIChatEngine(EngineBase):
     """Sends each request to an OpenAI-compatible ``/v1/chat/completions``, ``concurrency`` at
     a time; ``infer_batch`` returns results in request order and never raises.
 
-    Options: ``api_base`` (required, e.g. ``http://127.0.0.1:8000/v1``), ``model`` (default: the
-    first id of ``/v1/models``), ``api_key`` (default ``$OPENAI_API_KEY``, else ``"EMPTY"``),
+    Options: ``api_base`` (required, e.g. ``http://127.0.0.1:8000/v1``, or a list of such URLs:
+    several servers of one model, see the module docstring), ``model`` (default: the first id of
+    the first server's ``/v1/models``), ``api_key`` (default ``$OPENAI_API_KEY``, else ``"EMPTY"``),
     ``model_family`` (``deepseek-ocr``, ``deepseek-ocr-2`` or ``none``: the modes and the
     vision-token arithmetic, :data:`MODEL_FAMILIES`), ``mode`` (the server's resolution mode,
     or ``"per-request"``, the default, for a server that takes each request's mode, i.e.
-    ``evalsuite serve``), ``concurrency`` (requests in flight), ``timeout_s`` (per attempt),
-    ``max_retries`` (after a refused, timed-out or dropped connection or an HTTP 5xx answer, with
-    backoff ``backoff_s · 2^k`` s; an HTTP 4xx answer or no answer within ``timeout_s`` is
-    final), ``max_tokens``, ``ngram_size`` (None: no ``vllm_xargs``), ``window_size``,
+    ``evalsuite serve``), ``concurrency`` (requests in flight per server), ``timeout_s`` (per
+    attempt), ``max_retries`` (after a refused, timed-out or dropped connection or an HTTP 5xx
+    answer, on another server if there is one, else after backoff ``backoff_s · 2^k`` s; an HTTP
+    4xx answer or no answer within ``timeout_s`` is final), ``max_tokens``, ``ngram_size``
+    (None: no ``vllm_xargs``), ``window_size``,
     ``whitelist_token_ids``.
     """
 
@@ -230,7 +270,7 @@ class OpenAIChatEngine(EngineBase):
     def __init__(
         self,
         *,
-        api_base: str,
+        api_base: str | Sequence[str],
         model: str | None = None,
         api_key: str | None = None,
         model_family: str = "deepseek-ocr",
@@ -244,10 +284,7 @@ class OpenAIChatEngine(EngineBase):
         window_size: int = 90,
         whitelist_token_ids: Sequence[int] = TABLE_CELL_TOKEN_IDS,
     ) -> None:
-        if not isinstance(api_base, str) or not api_base.startswith(("http://", "https://")):
-            raise ValueError(
-                f"api_base must be an http(s) URL like http://127.0.0.1:8000/v1, got {api_base!r}"
-            )
+        api_bases = _api_bases(api_base)
         if model_family not in MODEL_FAMILIES:
             raise ValueError(
                 f"unknown model_family {model_family!r}; choose one of: {', '.join(MODEL_FAMILIES)}"
@@ -266,19 +303,21 @@ class OpenAIChatEngine(EngineBase):
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
         if not timeout_s > 0 or backoff_s < 0:
             raise ValueError(f"need timeout_s > 0 and backoff_s >= 0, got {timeout_s}, {backoff_s}")
-        self.api_base = api_base.rstrip("/")
+        self.api_base = api_bases[0] if len(api_bases) == 1 else ", ".join(api_bases)
+        self._where = f"the server{'s' if len(api_bases) > 1 else ''} at {self.api_base}"
         self.mode = mode
         self.concurrency = concurrency
-        self.preferred_batch_size = concurrency
+        self.preferred_batch_size = concurrency * len(api_bases)
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.backoff_s = float(backoff_s)
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._headers = {"Authorization": f"Bearer {api_key}"}
-        self._info = self._query_server(model)
+        self._endpoints = [Endpoint(info) for info in self._query_servers(api_bases, model)]
+        self._info = self._endpoints[0].info
         if mode == PER_REQUEST and not (self._info.per_request_mode or self.mode_kwarg):
             raise EngineUnavailableError(
-                f"the server at {self.api_base} ({self._info.server}) does not choose the "
+                f"{self._where} ({self._info.server}) does not choose the "
                 "resolution mode per request; create the engine with mode=NAME, the mode it "
                 "serves, or use the vllm engine with a vLLM running evalsuite's plugin "
                 "(`make vllm-env`)"
@@ -299,7 +338,7 @@ class OpenAIChatEngine(EngineBase):
                 "whitelist_token_ids": [int(token) for token in whitelist_token_ids],
             }
         self._settings = {
-            "api_base": self.api_base,
+            "api_base": self._info.api_base,
             "model": self._info.model,
             "server": self._info.server,
             "server_version": self._info.version,
@@ -320,11 +359,18 @@ class OpenAIChatEngine(EngineBase):
     def server_info(self) -> dict[str, Any]:
         """The server's URL, model id, kind and version, for run metadata; with the
         checkpoint's identity when the model id is a local folder (a server started on
-        ``--model-path``)."""
+        ``--model-path``). Several servers: ``api_base`` lists their URLs."""
         info = self._info.as_dict()
+        if len(self._endpoints) > 1:
+            info["api_base"] = [endpoint.api_base for endpoint in self._endpoints]
         if Path(self._info.model).is_dir():
             info.update(checkpoint_identity(self._info.model))
         return info
+
+    def endpoint_counts(self) -> dict[str, dict[str, int]]:
+        """Per server URL: the POSTs it was sent, answered with a usable completion, and
+        failed in a way worth retrying (:class:`Endpoint`)."""
+        return {endpoint.api_base: endpoint.counts() for endpoint in self._endpoints}
 
     def infer(self, request: InferenceRequest) -> InferenceResult:
         return self.infer_batch([request])[0]
@@ -338,7 +384,7 @@ class OpenAIChatEngine(EngineBase):
         an image). Raises ValueError for a mode the server cannot serve."""
         if request.image is not None and self.mode not in (PER_REQUEST, request.mode):
             raise ValueError(
-                f"mode {request.mode!r} cannot be served: the server at {self.api_base} runs in "
+                f"mode {request.mode!r} cannot be served: {self._where} runs in "
                 f"{self.mode!r} mode (vLLM fixes DeepSeek-OCR's resolution per server); send "
                 f"this mode to a server started for it, with mode={request.mode!r}"
             )
@@ -459,21 +505,40 @@ class OpenAIChatEngine(EngineBase):
                 f"{', '.join(self._family.modes)}"
             )
 
-    def _query_server(self, model: str | None) -> ServerInfo:
+    def _query_servers(self, api_bases: Sequence[str], model: str | None) -> list[ServerInfo]:
+        """Each server's :class:`ServerInfo`, the first server choosing the model when none is
+        given; EngineUnavailableError if they differ in anything but their URL."""
+        first = self._query_server(api_bases[0], model)
+        infos = [first, *(self._query_server(base, first.model) for base in api_bases[1:])]
+        for info in infos[1:]:
+            differ = [
+                f"{name} {getattr(first, name)!r} vs {getattr(info, name)!r}"
+                for name in SERVER_IDENTITY_FIELDS
+                if getattr(first, name) != getattr(info, name)
+            ]
+            if differ:
+                raise EngineUnavailableError(
+                    f"the servers at {first.api_base} and {info.api_base} do not serve the same "
+                    f"model version ({'; '.join(differ)}); serve one checkpoint with one server "
+                    "version behind every --api-base of a run"
+                )
+        return infos
+
+    def _query_server(self, api_base: str, model: str | None) -> ServerInfo:
         """Ask ``/models`` (and ``/version``) who is serving; unreachable -> EngineUnavailable."""
         import aiohttp
 
         try:
             (status, models), (version_status, version) = _run_coroutine(
                 _get_json_all(
-                    [f"{self.api_base}/models", f"{self.api_base.removesuffix('/v1')}/version"],
+                    [f"{api_base}/models", f"{api_base.removesuffix('/v1')}/version"],
                     headers=self._headers,
                     timeout_s=min(self.timeout_s, 30.0),
                 )
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise EngineUnavailableError(
-                f"no OpenAI-compatible server answers at {self.api_base} "
+                f"no OpenAI-compatible server answers at {api_base} "
                 f"({type(exc).__name__}: {exc}); start one (`evalsuite serve --engine NAME`, or "
                 "vLLM with evalsuite's plugin: docs/gpu_nightly.md) or pass the right --api-base"
             ) from None
@@ -483,39 +548,42 @@ class OpenAIChatEngine(EngineBase):
             served = [str(entry["id"]) for entry in models["data"]]
         except (ValueError, KeyError, TypeError) as exc:
             raise EngineUnavailableError(
-                f"{self.api_base}/models did not answer with an OpenAI model list ({exc!r}); "
+                f"{api_base}/models did not answer with an OpenAI model list ({exc!r}); "
                 "is --api-base the server's /v1 URL?"
             ) from None
         if not served:
-            raise EngineUnavailableError(f"the server at {self.api_base} serves no model")
+            raise EngineUnavailableError(f"the server at {api_base} serves no model")
         if model is not None and model not in served:
             raise EngineUnavailableError(
-                f"the server at {self.api_base} does not serve {model!r}; it serves: "
+                f"the server at {api_base} does not serve {model!r}; it serves: "
                 f"{', '.join(served)}"
             )
         chosen = model or served[0]
         card = next(entry for entry in models["data"] if str(entry["id"]) == chosen)
         context = card.get("max_model_len") if isinstance(card, Mapping) else None
+        root = card.get("root") if isinstance(card, Mapping) else None
         if version_status != 200 or not isinstance(version, Mapping):
             version = {}
         return ServerInfo(
-            api_base=self.api_base,
+            api_base=api_base,
             model=chosen,
             server=str(version.get("server", "openai-compatible")),
             version=None if version.get("version") is None else str(version["version"]),
             per_request_mode=version.get("per_request_mode") is True,
             keyed_outputs=version.get("keyed_outputs") is True,
             max_model_len=context if isinstance(context, int) and context > 0 else None,
+            root=None if root is None else str(root),
         )
 
     async def _complete_all(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
         import aiohttp
 
-        semaphore = asyncio.Semaphore(self.concurrency)
+        in_flight = self.concurrency * len(self._endpoints)
+        semaphore = asyncio.Semaphore(in_flight)
         async with aiohttp.ClientSession(
             headers=self._headers,
             timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            connector=aiohttp.TCPConnector(limit=self.concurrency),
+            connector=aiohttp.TCPConnector(limit=in_flight),
         ) as session:
             return list(
                 await asyncio.gather(
@@ -540,13 +608,22 @@ class OpenAIChatEngine(EngineBase):
                 result.settings = {**self._settings, "mode": request.mode}
             return result
 
+    def _choose_endpoint(self, tried: set[str]) -> Endpoint:
+        """The server for the next attempt: one this request has not tried yet if any is left,
+        a rested one before one resting after a failure, then the fewest requests in flight,
+        then the fewest sent."""
+        untried = [e for e in self._endpoints if e.api_base not in tried] or self._endpoints
+        now = time.monotonic()
+        return min(
+            untried,
+            key=lambda e: (e.resting_until > now, e.in_flight, e.requests),
+        )
+
     async def _send(
         self, session: aiohttp.ClientSession, request: InferenceRequest
     ) -> InferenceResult:
-        """POST with retries; a failure comes back as a result with ``error`` set."""
-        import aiohttp
-
-        url = f"{self.api_base}/chat/completions"
+        """POST with retries, each on a server the request has not tried if there is one; a
+        failure comes back as a result with ``error`` set."""
         try:
             if isinstance(request.image, Image.Image):  # PNG-encoding it takes milliseconds
                 body, page = await asyncio.to_thread(self.build_body, request)
@@ -557,40 +634,73 @@ class OpenAIChatEngine(EngineBase):
                 text="", error=f"cannot send sample {request.sample_id!r}: {exc}"
             )
         attempts = self.max_retries + 1
-        last_problem = ""
-        for attempt in range(1, attempts + 1):
-            if attempt > 1:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 2))
+        tried: set[str] = set()
+        problems: list[str] = []
+        for _ in range(attempts):
+            endpoint = self._choose_endpoint(tried)
+            if endpoint.api_base in tried:  # every server failed it once: back off
+                await asyncio.sleep(self.backoff_s * 2 ** (len(problems) - len(self._endpoints)))
+            tried.add(endpoint.api_base)
+            url = f"{endpoint.api_base}/chat/completions"
+            endpoint.in_flight += 1
+            endpoint.requests += 1
             try:
-                async with session.post(url, json=body) as response:
-                    status, raw = response.status, await response.read()
-            except aiohttp.ConnectionTimeoutError as exc:
-                last_problem = f"{type(exc).__name__}: {exc or 'connect timeout'}"
-                continue
-            except TimeoutError:
-                return InferenceResult(
-                    text="",
-                    error=f"POST {url}: no answer within timeout_s={self.timeout_s:g} s "
-                    "(not retried; raise timeout_s for long pages)",
-                )
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                last_problem = f"{type(exc).__name__}: {exc or 'connection lost'}"
-                continue
-            if status >= 500:
-                last_problem = f"HTTP {status}: {_error_message(raw)}"
-                continue
-            if status >= 400:
-                return InferenceResult(
-                    text="",
-                    error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}",
-                )
-            try:
-                return self.parse_completion(request, page, json.loads(raw))
-            except ValueError as exc:
-                return InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}")
+                result, problem = await self._post(session, url, request, body, page)
+            finally:
+                endpoint.in_flight -= 1
+            if problem is None:
+                endpoint.failures_in_a_row = 0
+                if result.error is None:
+                    endpoint.completed += 1
+                    result.settings["api_base"] = endpoint.api_base
+                return result
+            endpoint.failed += 1
+            endpoint.failures_in_a_row += 1
+            endpoint.resting_until = (
+                time.monotonic() + self.backoff_s * 2 ** (endpoint.failures_in_a_row - 1)
+            )
+            problems.append(f"{url}: {problem}")
         return InferenceResult(
-            text="", error=f"POST {url} failed after {attempts} attempts: {last_problem}"
+            text="", error=f"POST failed after {attempts} attempts: {'; '.join(problems)}"
         )
+
+    async def _post(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        request: InferenceRequest,
+        body: dict[str, Any],
+        page: EncodedPage | None,
+    ) -> tuple[InferenceResult, str | None]:
+        """One attempt: the final result and None, or a placeholder and what went wrong in a
+        way worth retrying (refused, dropped or timed-out connection, HTTP 5xx)."""
+        import aiohttp
+
+        retry = InferenceResult(text="")
+        try:
+            async with session.post(url, json=body) as response:
+                status, raw = response.status, await response.read()
+        except aiohttp.ConnectionTimeoutError as exc:
+            return retry, f"{type(exc).__name__}: {exc or 'connect timeout'}"
+        except TimeoutError:
+            return InferenceResult(
+                text="",
+                error=f"POST {url}: no answer within timeout_s={self.timeout_s:g} s "
+                "(not retried; raise timeout_s for long pages)",
+            ), None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            return retry, f"{type(exc).__name__}: {exc or 'connection lost'}"
+        if status >= 500:
+            return retry, f"HTTP {status}: {_error_message(raw)}"
+        if status >= 400:
+            return InferenceResult(
+                text="",
+                error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}",
+            ), None
+        try:
+            return self.parse_completion(request, page, json.loads(raw)), None
+        except ValueError as exc:
+            return InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}"), None
 
 
 @register_engine("vllm")
@@ -602,6 +712,23 @@ class VllmChatEngine(OpenAIChatEngine):
     name = "vllm"
     supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES)
     mode_kwarg = VLLM_MODE_KWARG
+
+
+def _api_bases(api_base: str | Sequence[str]) -> tuple[str, ...]:
+    """``api_base`` as a tuple of distinct http(s) URLs without a trailing slash."""
+    given = (api_base,) if isinstance(api_base, str) else tuple(api_base)
+    for url in given:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"api_base must be an http(s) URL like http://127.0.0.1:8000/v1 (or a list of "
+                f"them), got {url!r}"
+            )
+    urls = tuple(url.rstrip("/") for url in given)
+    if not urls:
+        raise ValueError("api_base names no server")
+    if len(set(urls)) < len(urls):
+        raise ValueError(f"api_base names a server twice: {', '.join(urls)}")
+    return urls
 
 
 def _error_message(raw: bytes) -> str:

@@ -10,7 +10,17 @@
    pages/s / serial pages/s must reach :data:`REQUIRED_EFFICIENCY` x concurrency. Pages are
    small PNG files, so the numbers measure serving, not image coding. Median of :data:`RUNS`
    runs.
-2. Client overhead. Encoding a 1024 x 1024 page, building the request body (JSON included) and
+2. Several servers. 1, 2 and 4 ``evalsuite serve`` processes of that engine (``--max-batch``
+   :data:`ENDPOINT_CONCURRENCY`) behind one ``openai`` engine (``api_base`` a list,
+   :data:`ENDPOINT_CONCURRENCY` requests in flight per server); ``ratio`` = pages/s / pages/s
+   with one server must reach :data:`REQUIRED_EFFICIENCY` x servers, and every server must
+   take a share of the requests. Median of :data:`RUNS` runs.
+3. Workers. The default ``--gpu`` night (``pytest benches --gpu``) against ``evalsuite serve``
+   running the stand-in at no latency, serially and with ``pytest -n 2``: the runs' model
+   calls (``results.json``) must be equal, as the shared request cache makes them; wall time
+   is shown for information. On the data of ``$EVALSUITE_DATA`` where set, else on the
+   project's fixtures.
+4. Client overhead. Encoding a 1024 x 1024 page, building the request body (JSON included) and
    parsing a response, without the network, must take under :data:`CLIENT_BUDGET_S` (median),
    for a rendered page given as a PIL image and as a PNG file. The page's SHA-256 is computed
    beforehand, as the runner does for its result cache. A color page (which cannot use the grey
@@ -21,8 +31,11 @@ Exit status 1 when a requirement is not met.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -35,6 +48,7 @@ from PIL import Image
 from evalsuite.engines.base import EngineBase, InferenceRequest, InferenceResult
 from evalsuite.engines.served import OpenAIChatEngine
 from evalsuite.perf import format_seconds, machine_description
+from evalsuite.records.results import read_results
 from evalsuite.textformat import format_table
 
 ENGINE_LATENCY_S = 0.2
@@ -42,6 +56,9 @@ CONCURRENCIES = (8, 16, 32)
 REQUIRED_EFFICIENCY = 0.8
 ROUNDS = 8  # pages per run = concurrency x ROUNDS (serial: ROUNDS x 2)
 RUNS = 5
+ENDPOINT_COUNTS = (1, 2, 4)
+ENDPOINT_CONCURRENCY = 8
+WORKER_COUNTS = (1, 2)
 CLIENT_BUDGET_S = 0.005
 CLIENT_RUNS = 25
 PAGE_TEXT = "Invoice 2024-0892   Date: 15 November 2024   Total due: $1,229.20\n" * 40
@@ -106,6 +123,44 @@ class ThroughputRow:
 
 
 @dataclass(frozen=True)
+class EndpointRow:
+    """Median pages/s through ``endpoints`` servers, the ratio to one server's, and the
+    requests each server took in the last run."""
+
+    endpoints: int
+    pages_per_s: float
+    one_server_pages_per_s: float
+    requests_per_server: tuple[int, ...]
+
+    @property
+    def ratio(self) -> float:
+        return self.pages_per_s / self.one_server_pages_per_s
+
+    @property
+    def required(self) -> float:
+        return REQUIRED_EFFICIENCY * self.endpoints if self.endpoints > 1 else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio >= self.required and min(self.requests_per_server) > 0
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One ``--gpu`` night with ``workers`` pytest processes: its model calls and wall time;
+    ``serial_calls``: the serial run's calls, which it must equal."""
+
+    workers: int
+    model_calls: int
+    serial_calls: int
+    wall_s: float
+
+    @property
+    def passed(self) -> bool:
+        return self.model_calls == self.serial_calls
+
+
+@dataclass(frozen=True)
 class OverheadRow:
     """Median client seconds per page for one kind of page; ``budget_s`` None: not required."""
 
@@ -118,8 +173,11 @@ class OverheadRow:
         return self.budget_s is None or self.seconds < self.budget_s
 
 
-def measure_pages_per_s(api_base: str, image: Path, *, concurrency: int, pages: int) -> float:
-    """Median pages/s of :data:`RUNS` ``infer_batch`` calls of ``pages`` requests."""
+def measure_pages_per_s(
+    api_base: str | Sequence[str], image: Path, *, concurrency: int, pages: int
+) -> tuple[float, OpenAIChatEngine]:
+    """Median pages/s of :data:`RUNS` ``infer_batch`` calls of ``pages`` requests, and the
+    engine that sent them (``concurrency`` in flight per server)."""
     from evalsuite.engines import create_engine
 
     engine = create_engine(
@@ -138,7 +196,7 @@ def measure_pages_per_s(api_base: str, image: Path, *, concurrency: int, pages: 
         if failed:
             raise RuntimeError(f"{len(failed)} of {pages} pages failed; first: {failed[0]}")
         rates.append(pages / elapsed)
-    return statistics.median(rates)
+    return statistics.median(rates), engine
 
 
 def measure_throughput(image: Path, out: TextIO) -> list[ThroughputRow]:
@@ -153,10 +211,69 @@ def measure_throughput(image: Path, out: TextIO) -> list[ThroughputRow]:
         with serve_subprocess(
             FIXED_LATENCY_ENGINE, engine_options=options, max_batch=concurrency
         ) as server:
-            rate = measure_pages_per_s(server.api_base, image, concurrency=concurrency, pages=pages)
+            rate, _ = measure_pages_per_s(
+                server.api_base, image, concurrency=concurrency, pages=pages
+            )
         serial = serial or rate
         rows.append(ThroughputRow(concurrency, concurrency, rate, serial))
         print(f"  measured concurrency {concurrency}", file=out, flush=True)
+    return rows
+
+
+def measure_endpoints(image: Path, out: TextIO) -> list[EndpointRow]:
+    """Pages/s through each of :data:`ENDPOINT_COUNTS` servers at once."""
+    from evalsuite.serving.process import serve_subprocess
+
+    options = {"latency_s": ENGINE_LATENCY_S}
+    rows: list[EndpointRow] = []
+    one_server = 0.0
+    for count in ENDPOINT_COUNTS:
+        with contextlib.ExitStack() as stack:
+            servers = [
+                stack.enter_context(serve_subprocess(
+                    FIXED_LATENCY_ENGINE, engine_options=options, max_batch=ENDPOINT_CONCURRENCY
+                ))
+                for _ in range(count)
+            ]
+            pages = count * ENDPOINT_CONCURRENCY * ROUNDS
+            rate, engine = measure_pages_per_s(
+                [server.api_base for server in servers], image,
+                concurrency=ENDPOINT_CONCURRENCY, pages=pages,
+            )
+        one_server = one_server or rate
+        split = tuple(c["requests"] for c in engine.endpoint_counts().values())
+        rows.append(EndpointRow(count, rate, one_server, split))
+        print(f"  measured {count} server(s)", file=out, flush=True)
+    return rows
+
+
+def measure_workers(out: TextIO) -> list[WorkerRow]:
+    """The ``--gpu`` night's model calls and wall time with each of :data:`WORKER_COUNTS`
+    pytest processes (1: serial, no xdist)."""
+    repo = Path(__file__).resolve().parents[2]
+    server = (f"{{python}} -m evalsuite serve --engine {FIXED_LATENCY_ENGINE} "
+              "--engine-option latency_s=0 --port {port}")
+    rows: list[WorkerRow] = []
+    for workers in WORKER_COUNTS:
+        with tempfile.TemporaryDirectory(prefix="evalsuite-perf-night-") as name:
+            folder = Path(name)
+            command = [sys.executable, "-m", "pytest", "benches", "--gpu", "-q", "-p",
+                       "no:randomly", "--server-command", server,
+                       "--golden-dir", str(folder / "golden"),
+                       "--report-dir", str(folder / "reports")]
+            if workers > 1:
+                command += ["-n", str(workers)]
+            started = time.perf_counter()
+            subprocess.run(command, cwd=repo, capture_output=True, text=True, check=False)
+            wall_s = time.perf_counter() - started
+            written = list((folder / "reports").glob("*/results.json"))
+            if len(written) != 1:
+                raise RuntimeError(f"the --gpu night with {workers} worker(s) wrote no results "
+                                   f"under {folder / 'reports'}")
+            calls = read_results(written[0]).metadata.model_calls or 0
+        serial = rows[0].model_calls if rows else calls
+        rows.append(WorkerRow(workers, calls, serial, wall_s))
+        print(f"  measured the --gpu night with {workers} worker(s)", file=out, flush=True)
     return rows
 
 
@@ -218,20 +335,34 @@ def run_serving(out: TextIO) -> int:
         small_page = folder / "small.png"
         Image.new("RGB", (64, 64), "white").save(small_page)
         throughput = measure_throughput(small_page, out)
+        endpoints = measure_endpoints(small_page, out)
+        workers = measure_workers(out)
         with serve_subprocess(FIXED_LATENCY_ENGINE, max_batch=1) as server:
             engine = create_engine("openai", api_base=server.api_base, model_family="deepseek-ocr")
             overhead = overhead_rows(engine, folder)
     header = ("concurrency", "max batch", "pages/s", "ratio", "required", "result")
     print(format_table(header, [_throughput_cells(r) for r in throughput], align="rrrrrl"),
           file=out)
+    print(f"\nseveral servers ({ENDPOINT_CONCURRENCY} in flight per server, --max-batch "
+          f"{ENDPOINT_CONCURRENCY}; ratio = pages/s / pages/s with one server):", file=out)
+    header = ("servers", "pages/s", "ratio", "required", f"requests per server ({RUNS} runs)",
+              "result")
+    print(format_table(header, [_endpoint_cells(r) for r in endpoints], align="rrrrll",
+                       indent="  "), file=out)
+    print("\nthe --gpu night's model calls, serial and with pytest -n (shared request cache):",
+          file=out)
+    header = ("workers", "model calls", "wall", "required", "result")
+    print(format_table(header, [_worker_cells(r) for r in workers], align="rrrll",
+                       indent="  "), file=out)
     print(f"\nclient overhead per page (median of {CLIENT_RUNS} runs):", file=out)
     rows = [_overhead_cells(row) for row in overhead]
     print(format_table(("page", "median", "budget", "result"), rows, align="lrll", indent="  "),
           file=out)
-    failed = [row for row in (*throughput, *overhead) if not row.passed]
-    checked = sum(row.concurrency > 1 for row in throughput) + sum(
-        row.budget_s is not None for row in overhead
-    )
+    failed = [row for row in (*throughput, *endpoints, *workers, *overhead) if not row.passed]
+    checked = (sum(row.concurrency > 1 for row in throughput)
+               + sum(row.endpoints > 1 for row in endpoints)
+               + sum(row.workers > 1 for row in workers)
+               + sum(row.budget_s is not None for row in overhead))
     verdict = f"{len(failed)} of {checked} requirements not met" if failed else "all met"
     print(f"{'FAIL' if failed else 'ok'}: {verdict}", file=out)
     return 1 if failed else 0
@@ -244,6 +375,29 @@ def _throughput_cells(row: ThroughputRow) -> tuple[str, ...]:
         required, verdict = f">={row.required:.1f}", "ok" if row.passed else "FAIL (too slow)"
     rate, ratio = f"{row.pages_per_s:.1f}", f"{row.ratio:.1f}x"
     return str(row.concurrency), str(row.max_batch), rate, ratio, required, verdict
+
+
+def _endpoint_cells(row: EndpointRow) -> tuple[str, ...]:
+    if row.endpoints == 1:
+        required, verdict = "(one server)", "ok"
+    else:
+        required = f">={row.required:.1f}"
+        verdict = "ok" if row.passed else (
+            "FAIL (a server took none)" if min(row.requests_per_server) == 0 else "FAIL (too slow)"
+        )
+    split = " / ".join(str(count) for count in row.requests_per_server)
+    return (str(row.endpoints), f"{row.pages_per_s:.1f}", f"{row.ratio:.1f}x", required, split,
+            verdict)
+
+
+def _worker_cells(row: WorkerRow) -> tuple[str, ...]:
+    if row.workers == 1:
+        required, verdict = "(serial)", "ok"
+    else:
+        required = f"= {row.serial_calls}"
+        verdict = "ok" if row.passed else "FAIL (repeated or lost calls)"
+    workers = "serial" if row.workers == 1 else f"-n {row.workers}"
+    return workers, str(row.model_calls), f"{row.wall_s:.1f} s", required, verdict
 
 
 def _overhead_cells(row: OverheadRow) -> tuple[str, ...]:

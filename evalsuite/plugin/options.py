@@ -61,10 +61,12 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--api-base",
-        default=None,
+        action="append",
+        default=[],
         metavar="URL",
         help="a running OpenAI-compatible server (e.g. http://host:8000/v1) for the served "
-        "engines (vllm, openai); without it, --gpu starts one (see --server-command)",
+        "engines (vllm, openai); repeat it for several servers of one model (one per GPU or "
+        "node), which share the requests; without it, --gpu starts one (see --server-command)",
     )
     group.addoption(
         "--server-command",
@@ -171,7 +173,8 @@ class SuiteOptions:
     engine_labels: dict[str, str] = field(default_factory=dict)
     model_path: str | None = None
     model_path_v2: str | None = None
-    api_base: str | None = None
+    api_bases: tuple[str, ...] = ()
+    """--api-base, in the order given: the servers a served engine spreads its requests over."""
     server_command: str | None = None
     served_model: str = SERVED_MODEL_DEFAULT
     server_timeout_s: float = 1800.0
@@ -249,7 +252,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         engine_labels=_labels(option("--engine-label"), engines),
         model_path=option("--model-path"),
         model_path_v2=option("--model-path-v2"),
-        api_base=_api_base(option("--api-base")),
+        api_bases=_api_bases(option("--api-base")),
         server_command=option("--server-command"),
         served_model=_choice(option("--served-model"), "--served-model", tuple(SERVED_MODELS)),
         server_timeout_s=_seconds(option("--server-timeout"), "--server-timeout"),
@@ -284,7 +287,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
             "whole run"
         )
     if options.server_command is not None:
-        if options.api_base is not None:
+        if options.api_bases:
             raise pytest.UsageError("--server-command and --api-base exclude each other")
         try:
             plan_server(options.server_command, options.served_model, None, 1.0)
@@ -341,14 +344,17 @@ def _shard(value: str | None) -> tuple[int, int] | None:
     return int(index), int(count)
 
 
-def _api_base(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
-        raise pytest.UsageError(
-            f"--api-base {value!r}: expected an http(s) URL like http://127.0.0.1:8000/v1"
-        )
-    return value.rstrip("/")
+def _api_bases(values: Sequence[str]) -> tuple[str, ...]:
+    urls = []
+    for value in values:
+        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+            raise pytest.UsageError(
+                f"--api-base {value!r}: expected an http(s) URL like http://127.0.0.1:8000/v1"
+            )
+        if value.rstrip("/") in urls:
+            raise pytest.UsageError(f"--api-base {value!r} is given twice")
+        urls.append(value.rstrip("/"))
+    return tuple(urls)
 
 
 def _choice(value: str, name: str, choices: tuple[str, ...]) -> str:

@@ -22,7 +22,7 @@ from evalsuite.plugin.session import (
     remove_request_cache,
 )
 from evalsuite.records import finalize_run
-from evalsuite.records.metadata import collect_metadata
+from evalsuite.records.metadata import collect_metadata, merge_engine_details
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import (
     PARTS_DIR,
@@ -49,7 +49,8 @@ def finish_session(session: pytest.Session) -> None:
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         if bench is not None and bench.records:
-            info = {"engine_details": bench.engine_details, "data_sources": bench.data_sources}
+            info = {"engine_details": bench.engine_details_now(),
+                    "data_sources": bench.data_sources}
             write_part(bench.run_dir, bench.worker_id, bench.records, info)
         return
     run_id = config.stash.get(RUN_ID_KEY, None)
@@ -66,10 +67,12 @@ def finish_session(session: pytest.Session) -> None:
         if bench.options.asked and not config.getoption("collectonly"):
             _fail_unmeasured(session, bench)
         return
-    engine_details = dict(bench.engine_details)
+    part_info = read_part_info(bench.run_dir)
+    engine_details = merge_engine_details(
+        bench.engine_details_now(), *(info.get("engine_details", {}) for info in part_info)
+    )
     data_sources = dict(bench.data_sources)
-    for info in read_part_info(bench.run_dir):
-        engine_details.update(info.get("engine_details", {}))
+    for info in part_info:
         data_sources.update(info.get("data_sources", {}))
     options = bench.options
     all_records = [*read_parts(bench.run_dir), *bench.records]

