@@ -8,7 +8,7 @@ BENCHMARK = pages.BENCHMARK
 
 
 def test_pages(bench):
-    notes = pages.notes(bench.data, bench.location)
+    notes = pages.notes(bench.limit(bench.data), bench.location)  # of the pages that run
     if bench.options.pages_strict and pages.unmatched_ground_truth(bench.location):
         pytest.fail(notes[-1], pytrace=False)
     samples = pages.samples(

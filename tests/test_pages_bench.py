@@ -241,6 +241,10 @@ def test_a_pdf_with_one_ground_truth_is_one_document_and_strays_are_noted(tmp_pa
     assert strict.returncode == 1 and "memo_typo.md: ground truth without a page file" in \
         " ".join(strict.stdout.split())
 
+    shutil.rmtree(tmp_path / "reports")
+    capped = pages_run(tmp_path, "--max-samples", "2", pages=folder)  # the two images only
+    assert "site_report" not in capped.stdout  # no note about a document that did not run
+
 
 @needs_tesseract
 def test_dataset_name_chooses_the_golden_file(tmp_path: Path) -> None:
