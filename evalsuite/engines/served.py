@@ -155,10 +155,6 @@ class ServerInfo:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def identity(self) -> dict[str, Any]:
-        """What must be equal for two servers to serve as one: all but the URL."""
-        return {name: getattr(self, name) for name in SERVER_IDENTITY_FIELDS}
-
 
 SERVER_IDENTITY_FIELDS = tuple(f.name for f in fields(ServerInfo) if f.name != "api_base")
 """The fields of :class:`ServerInfo` that several servers of one engine must share."""
