@@ -331,7 +331,7 @@ def test_two_servers_share_the_requests_and_answers_keep_their_order() -> None:
 
 
 def test_a_faster_server_takes_more_requests() -> None:
-    fast, slow = FakeOpenAIServer(delay_s=lambda: 0.005), FakeOpenAIServer(delay_s=lambda: 0.1)
+    fast, slow = FakeOpenAIServer(delay_s=lambda: 0.005), FakeOpenAIServer(delay_s=lambda: 0.3)
     with running(fast), running(slow):
         engine = two_server_engine(fast, slow, concurrency=2)
         results = engine.infer_batch(prompts(40))
