@@ -104,7 +104,7 @@ def test_a_server_that_dies_shows_its_log_and_fails_every_served_test(tmp_path):
         (["--engine", "nosuch"], "--engine: unknown engine 'nosuch'"),
         (["--api-base", "localhost:8000"], "--api-base 'localhost:8000': expected an http(s) URL"),
         (["--api-base", "http://gpu-1:8000/v1", "--api-base", "http://gpu-1:8000/v1/"],
-         "--api-base 'http://gpu-1:8000/v1/' is given twice"),
+         "--api-base 'http://gpu-1:8000/v1/': this server is already given"),
     ],
 )
 def test_bad_options_are_usage_errors_before_anything_runs(tmp_path, args, message):

@@ -369,9 +369,49 @@ def test_every_request_of_a_batch_survives_a_server_that_goes_away() -> None:
     assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(30)]
     counts = engine.endpoint_counts()
     assert counts[healthy.api_base] == {"requests": 30, "completed": 30, "failed": 0}
-    # only the requests sent before its first refusal came back: then it rests (2 s)
+    # only the requests sent before its first refusal came back: then it rests
     assert counts[leaving.api_base]["completed"] == 0
     assert 1 <= counts[leaving.api_base]["failed"] <= 4
+
+
+def test_concurrent_faults_rest_a_server_once_and_it_serves_again_after() -> None:
+    """Eight requests failing at once are one fault: the server rests backoff_s, not
+    backoff_s · 2^7, and takes its share again once the rest is over."""
+    flaky, steady = FakeOpenAIServer(script=[503] * 8), FakeOpenAIServer(delay_s=lambda: 0.01)
+    with running(flaky), running(steady):
+        engine = create_engine("vllm", api_base=[flaky.api_base, steady.api_base],
+                               backoff_s=0.3, concurrency=8, max_retries=1)
+        first = engine.infer_batch(prompts(16))
+        time.sleep(0.5)
+        before = engine.endpoint_counts()[flaky.api_base]
+        second = engine.infer_batch(prompts(16))
+    assert [r.error for r in (*first, *second)] == [None] * 32
+    assert before["failed"] >= 1 and before["completed"] == 0
+    after = engine.endpoint_counts()[flaky.api_base]
+    assert after["completed"] >= 4  # rested, then back in the rotation
+
+
+def test_a_server_that_timed_out_rests_and_the_others_take_the_next_requests() -> None:
+    delays = iter([1.0])
+    stuck = FakeOpenAIServer(delay_s=lambda: next(delays, 0.0))
+    other = FakeOpenAIServer()
+    with running(stuck), running(other):
+        engine = create_engine("vllm", api_base=[stuck.api_base, other.api_base],
+                               backoff_s=30.0, timeout_s=0.3)
+        timed_out = engine.infer(request(None, prompt="slow"))
+        later = [engine.infer(request(None, prompt=f"p{i}")) for i in range(2)]
+    assert "no answer within timeout_s=0.3 s (not retried" in timed_out.error
+    assert timed_out.settings["api_base"] == stuck.api_base
+    assert [r.settings["api_base"] for r in later] == [other.api_base] * 2
+    assert engine.endpoint_counts()[stuck.api_base] == {
+        "requests": 1, "completed": 0, "failed": 1}
+
+
+def test_a_server_down_for_a_long_batch_fails_each_sample_with_its_own_error() -> None:
+    with running(FakeOpenAIServer(script=[503] * 1200)) as down:
+        results = vllm_engine(down, max_retries=0).infer_batch(prompts(1100))
+    assert all(r.error.startswith("POST failed after 1 attempts:") and "HTTP 503" in r.error
+               for r in results)  # no OverflowError from an ever-longer rest
 
 
 @pytest.mark.parametrize(
@@ -395,7 +435,7 @@ def test_servers_of_different_model_versions_are_refused(second, message) -> Non
 
 
 def test_a_server_named_twice_is_refused() -> None:
-    with pytest.raises(ValueError, match="names a server twice"):
+    with pytest.raises(ValueError, match="this server is already given"):
         create_engine("openai", api_base=["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/"])
     with pytest.raises(ValueError, match="names no server"):
         create_engine("openai", api_base=[])

@@ -248,6 +248,7 @@ def test_serving_rows_fail_on_slow_or_idle_servers_and_on_changed_call_counts():
     assert _endpoint_cells(idle)[-2] == "80 / 80 / 80 / 0"
     assert EndpointRow(1, 40.0, 40.0, (5,)).passed
     assert WorkerRow(2, 525, 525, 9.0).passed
+    assert not WorkerRow(2, 0, 0, 9.0).passed  # a night that made no call measured nothing
     repeated = WorkerRow(2, 631, 525, 9.0)
     assert not repeated.passed and _worker_cells(repeated)[-2:] == (
         "= 525", "FAIL (repeated or lost calls)")

@@ -49,7 +49,8 @@ Several servers (``api_base`` a list: one vLLM per GPU or per node) serve as one
 serve the same model at the same version (:data:`SERVER_IDENTITY_FIELDS`), each request goes
 to the server with the fewest requests in flight, and a request that failed in a way worth
 retrying (connection refused or lost, HTTP 5xx) is retried on another server at once; a server
-that failed rests (is chosen last) for ``backoff_s · 2^k`` s after its k-th failure in a row.
+at fault (those, or no answer within ``timeout_s``) rests, chosen last, for
+``backoff_s · 2^(k-1)`` s after its k-th fault in a row (:meth:`OpenAIChatEngine._note`).
 :meth:`OpenAIChatEngine.endpoint_counts` says how many requests each one took.
 
 The HTTP client is aiohttp: on a 2-core machine httpx's asynchronous client spent 1.2-3.5 ms of
@@ -65,6 +66,7 @@ import concurrent.futures
 import io
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -126,6 +128,9 @@ MODEL_FAMILIES: dict[str, ModelFamily] = {
 PNG_COMPRESS_LEVEL = 2
 """zlib level of the PNGs the engine writes: levels 1-3 take the same time on pages, and 2
 halves the size of grey pages compared with 1."""
+MAX_BACKOFF_DOUBLINGS = 6
+"""A backoff or a server's rest is at most ``backoff_s · 2^6`` (32 s at the default 0.5 s)."""
+_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _EXIF_ORIENTATION = 0x0112
 _GREY_PALETTE = bytes(level for value in range(256) for level in (value, value, value))
@@ -163,7 +168,7 @@ SERVER_IDENTITY_FIELDS = tuple(f.name for f in fields(ServerInfo) if f.name != "
 @dataclass
 class Endpoint:
     """One server of an engine and what it did: POSTs sent (``requests``), answered with a
-    usable completion (``completed``) and failed in a way worth retrying (``failed``)."""
+    usable completion (``completed``) and not (``failed``: whatever the reason)."""
 
     info: ServerInfo
     in_flight: int = 0
@@ -179,6 +184,16 @@ class Endpoint:
 
     def counts(self) -> dict[str, int]:
         return {"requests": self.requests, "completed": self.completed, "failed": self.failed}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One POST's outcome: ``result`` (None: retry it), and ``server_problem``, the server's
+    own fault (refused, dropped or timed-out connection, HTTP 5xx, no answer in time), which
+    rests the server; a 4xx or an unusable answer is the request's, not the server's."""
+
+    result: InferenceResult | None
+    server_problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -280,7 +295,7 @@ class OpenAIChatEngine(EngineBase):
         window_size: int = 90,
         whitelist_token_ids: Sequence[int] = TABLE_CELL_TOKEN_IDS,
     ) -> None:
-        api_bases = _api_bases(api_base)
+        api_bases = api_base_urls(api_base)
         if model_family not in MODEL_FAMILIES:
             raise ValueError(
                 f"unknown model_family {model_family!r}; choose one of: {', '.join(MODEL_FAMILIES)}"
@@ -299,8 +314,8 @@ class OpenAIChatEngine(EngineBase):
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
         if not timeout_s > 0 or backoff_s < 0:
             raise ValueError(f"need timeout_s > 0 and backoff_s >= 0, got {timeout_s}, {backoff_s}")
-        self.api_base = api_bases[0] if len(api_bases) == 1 else ", ".join(api_bases)
-        self._where = f"the server{'s' if len(api_bases) > 1 else ''} at {self.api_base}"
+        self.api_bases = api_bases
+        self._where = f"the server{'s' if len(api_bases) > 1 else ''} at {', '.join(api_bases)}"
         self.mode = mode
         self.concurrency = concurrency
         self.preferred_batch_size = concurrency * len(api_bases)
@@ -365,7 +380,7 @@ class OpenAIChatEngine(EngineBase):
 
     def endpoint_counts(self) -> dict[str, dict[str, int]]:
         """Per server URL: the POSTs it was sent, answered with a usable completion, and
-        failed in a way worth retrying (:class:`Endpoint`)."""
+        failed (:class:`Endpoint`)."""
         return {endpoint.api_base: endpoint.counts() for endpoint in self._endpoints}
 
     def infer(self, request: InferenceRequest) -> InferenceResult:
@@ -515,8 +530,9 @@ class OpenAIChatEngine(EngineBase):
             if differ:
                 raise EngineUnavailableError(
                     f"the servers at {first.api_base} and {info.api_base} do not serve the same "
-                    f"model version ({'; '.join(differ)}); serve one checkpoint with one server "
-                    "version behind every --api-base of a run"
+                    f"model the same way ({'; '.join(differ)}; None: not reported); "
+                    "serve one checkpoint with one server version behind every --api-base of "
+                    "a run"
                 )
         return infos
 
@@ -601,25 +617,24 @@ class OpenAIChatEngine(EngineBase):
                 result = InferenceResult(text="", error=f"{type(exc).__name__}: {exc}")
             result.latency_s = time.perf_counter() - started
             if result.error is not None:
-                result.settings = {**self._settings, "mode": request.mode}
+                result.settings = {**self._settings, "mode": request.mode, **result.settings}
             return result
 
     def _choose_endpoint(self, tried: set[str]) -> Endpoint:
-        """The server for the next attempt: one this request has not tried yet if any is left,
-        a rested one before one resting after a failure, then the fewest requests in flight,
+        """The server for the next attempt: one not resting before one resting after a
+        failure, then one this request has not tried, then the fewest requests in flight,
         then the fewest sent."""
-        untried = [e for e in self._endpoints if e.api_base not in tried] or self._endpoints
         now = time.monotonic()
         return min(
-            untried,
-            key=lambda e: (e.resting_until > now, e.in_flight, e.requests),
+            self._endpoints,
+            key=lambda e: (e.resting_until > now, e.api_base in tried, e.in_flight, e.requests),
         )
 
     async def _send(
         self, session: aiohttp.ClientSession, request: InferenceRequest
     ) -> InferenceResult:
-        """POST with retries, each on a server the request has not tried if there is one; a
-        failure comes back as a result with ``error`` set."""
+        """POST with retries, each on another server when one is free; a failure comes back as
+        a result with ``error`` set and ``settings["api_base"]`` naming the last server."""
         try:
             if isinstance(request.image, Image.Image):  # PNG-encoding it takes milliseconds
                 body, page = await asyncio.to_thread(self.build_body, request)
@@ -634,31 +649,47 @@ class OpenAIChatEngine(EngineBase):
         problems: list[str] = []
         for _ in range(attempts):
             endpoint = self._choose_endpoint(tried)
-            if endpoint.api_base in tried:  # every server failed it once: back off
-                await asyncio.sleep(self.backoff_s * 2 ** (len(problems) - len(self._endpoints)))
+            if endpoint.api_base in tried:  # no other server to turn to: back off, then choose
+                await asyncio.sleep(self.backoff_s * 2 ** min(
+                    len(problems) - len(tried), MAX_BACKOFF_DOUBLINGS))
+                endpoint = self._choose_endpoint(tried)
             tried.add(endpoint.api_base)
             url = f"{endpoint.api_base}/chat/completions"
             endpoint.in_flight += 1
             endpoint.requests += 1
             try:
-                result, problem = await self._post(session, url, request, body, page)
+                attempt = await self._post(session, url, request, body, page)
             finally:
                 endpoint.in_flight -= 1
-            if problem is None:
-                endpoint.failures_in_a_row = 0
-                if result.error is None:
-                    endpoint.completed += 1
-                    result.settings["api_base"] = endpoint.api_base
-                return result
-            endpoint.failed += 1
-            endpoint.failures_in_a_row += 1
-            endpoint.resting_until = (
-                time.monotonic() + self.backoff_s * 2 ** (endpoint.failures_in_a_row - 1)
-            )
-            problems.append(f"{url}: {problem}")
+            self._note(endpoint, attempt)
+            if attempt.result is not None:
+                attempt.result.settings["api_base"] = endpoint.api_base
+                return attempt.result
+            problems.append(f"{url}: {attempt.server_problem}")
         return InferenceResult(
-            text="", error=f"POST failed after {attempts} attempts: {'; '.join(problems)}"
+            text="", error=f"POST failed after {attempts} attempts: {'; '.join(problems)}",
+            settings={"api_base": endpoint.api_base},
         )
+
+    def _note(self, endpoint: Endpoint, attempt: Attempt) -> None:
+        """Count an attempt on ``endpoint``, and rest the server after a fault of its own: for
+        ``backoff_s · 2^(k-1)`` s after its k-th (at most :data:`MAX_BACKOFF_DOUBLINGS` + 1)
+        fault in a row. A fault that comes while the server rests (a request sent before the rest
+        began, or while every server rested) does not lengthen it; an answer ends it."""
+        if attempt.result is not None and attempt.result.error is None:
+            endpoint.completed += 1
+        else:
+            endpoint.failed += 1
+        now = time.monotonic()
+        if attempt.server_problem is None:
+            if attempt.result is not None and attempt.result.error is None:
+                endpoint.failures_in_a_row, endpoint.resting_until = 0, 0.0
+            return
+        if endpoint.resting_until > now:
+            return
+        endpoint.failures_in_a_row += 1
+        doublings = min(endpoint.failures_in_a_row - 1, MAX_BACKOFF_DOUBLINGS)
+        endpoint.resting_until = now + self.backoff_s * 2**doublings
 
     async def _post(
         self,
@@ -667,36 +698,31 @@ class OpenAIChatEngine(EngineBase):
         request: InferenceRequest,
         body: dict[str, Any],
         page: EncodedPage | None,
-    ) -> tuple[InferenceResult, str | None]:
-        """One attempt: the final result and None, or a placeholder and what went wrong in a
-        way worth retrying (refused, dropped or timed-out connection, HTTP 5xx)."""
+    ) -> Attempt:
+        """One POST of ``body`` to ``url`` (see :class:`Attempt`)."""
         import aiohttp
 
-        retry = InferenceResult(text="")
         try:
             async with session.post(url, json=body) as response:
                 status, raw = response.status, await response.read()
         except aiohttp.ConnectionTimeoutError as exc:
-            return retry, f"{type(exc).__name__}: {exc or 'connect timeout'}"
+            return Attempt(None, f"{type(exc).__name__}: {exc or 'connect timeout'}")
         except TimeoutError:
-            return InferenceResult(
-                text="",
-                error=f"POST {url}: no answer within timeout_s={self.timeout_s:g} s "
-                "(not retried; raise timeout_s for long pages)",
-            ), None
+            message = f"no answer within timeout_s={self.timeout_s:g} s"
+            return Attempt(InferenceResult(
+                text="", error=f"POST {url}: {message} (not retried; raise timeout_s for long "
+                "pages)"), message)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            return retry, f"{type(exc).__name__}: {exc or 'connection lost'}"
+            return Attempt(None, f"{type(exc).__name__}: {exc or 'connection lost'}")
         if status >= 500:
-            return retry, f"HTTP {status}: {_error_message(raw)}"
+            return Attempt(None, f"HTTP {status}: {_error_message(raw)}")
         if status >= 400:
-            return InferenceResult(
-                text="",
-                error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}",
-            ), None
+            return Attempt(InferenceResult(
+                text="", error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}"))
         try:
-            return self.parse_completion(request, page, json.loads(raw)), None
+            return Attempt(self.parse_completion(request, page, json.loads(raw)))
         except ValueError as exc:
-            return InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}"), None
+            return Attempt(InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}"))
 
 
 @register_engine("vllm")
@@ -710,21 +736,20 @@ class VllmChatEngine(OpenAIChatEngine):
     mode_kwarg = VLLM_MODE_KWARG
 
 
-def _api_bases(api_base: str | Sequence[str]) -> tuple[str, ...]:
-    """``api_base`` as a tuple of distinct http(s) URLs without a trailing slash."""
+def api_base_urls(api_base: str | Sequence[str]) -> tuple[str, ...]:
+    """``api_base`` (a URL or several) as a tuple of server URLs without a trailing slash;
+    ValueError naming a value that is not an http(s) URL or a server named twice."""
     given = (api_base,) if isinstance(api_base, str) else tuple(api_base)
+    urls: list[str] = []
     for url in given:
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"api_base must be an http(s) URL like http://127.0.0.1:8000/v1 (or a list of "
-                f"them), got {url!r}"
-            )
-    urls = tuple(url.rstrip("/") for url in given)
+        if not isinstance(url, str) or not _URL.fullmatch(url):
+            raise ValueError(f"{url!r}: expected an http(s) URL like http://127.0.0.1:8000/v1")
+        if url.rstrip("/") in urls:
+            raise ValueError(f"{url!r}: this server is already given")
+        urls.append(url.rstrip("/"))
     if not urls:
         raise ValueError("api_base names no server")
-    if len(set(urls)) < len(urls):
-        raise ValueError(f"api_base names a server twice: {', '.join(urls)}")
-    return urls
+    return tuple(urls)
 
 
 def _error_message(raw: bytes) -> str:

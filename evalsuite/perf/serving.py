@@ -59,6 +59,7 @@ RUNS = 5
 ENDPOINT_COUNTS = (1, 2, 4)
 ENDPOINT_CONCURRENCY = 8
 WORKER_COUNTS = (1, 2)
+NIGHT_TIMEOUT_S = 1800
 CLIENT_BUDGET_S = 0.005
 CLIENT_RUNS = 25
 PAGE_TEXT = "Invoice 2024-0892   Date: 15 November 2024   Total due: $1,229.20\n" * 40
@@ -125,7 +126,7 @@ class ThroughputRow:
 @dataclass(frozen=True)
 class EndpointRow:
     """Median pages/s through ``endpoints`` servers, the ratio to one server's, and the
-    requests each server took in the last run."""
+    requests each server took over the :data:`RUNS` runs."""
 
     endpoints: int
     pages_per_s: float
@@ -157,7 +158,7 @@ class WorkerRow:
 
     @property
     def passed(self) -> bool:
-        return self.model_calls == self.serial_calls
+        return self.model_calls == self.serial_calls > 0
 
 
 @dataclass(frozen=True)
@@ -264,12 +265,13 @@ def measure_workers(out: TextIO) -> list[WorkerRow]:
             if workers > 1:
                 command += ["-n", str(workers)]
             started = time.perf_counter()
-            subprocess.run(command, cwd=repo, capture_output=True, text=True, check=False)
+            done = subprocess.run(command, cwd=repo, capture_output=True, text=True,
+                                  check=False, timeout=NIGHT_TIMEOUT_S)
             wall_s = time.perf_counter() - started
             written = list((folder / "reports").glob("*/results.json"))
             if len(written) != 1:
-                raise RuntimeError(f"the --gpu night with {workers} worker(s) wrote no results "
-                                   f"under {folder / 'reports'}")
+                raise RuntimeError(f"the --gpu night with {workers} worker(s) wrote no results; "
+                                   f"its output ended:\n{done.stdout[-2000:]}{done.stderr[-1000:]}")
             calls = read_results(written[0]).metadata.model_calls or 0
         serial = rows[0].model_calls if rows else calls
         rows.append(WorkerRow(workers, calls, serial, wall_s))

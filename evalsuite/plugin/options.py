@@ -14,7 +14,7 @@ import pytest
 
 from evalsuite.datasets import DATA_ENV
 from evalsuite.engines import engine_kind, supported_modes
-from evalsuite.engines.served import MODEL_FAMILIES
+from evalsuite.engines.served import MODEL_FAMILIES, api_base_urls
 from evalsuite.errors import UnknownEngineError
 from evalsuite.images import (
     DEFAULT_MAX_IMAGE_PIXELS,
@@ -345,16 +345,12 @@ def _shard(value: str | None) -> tuple[int, int] | None:
 
 
 def _api_bases(values: Sequence[str]) -> tuple[str, ...]:
-    urls = []
-    for value in values:
-        if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
-            raise pytest.UsageError(
-                f"--api-base {value!r}: expected an http(s) URL like http://127.0.0.1:8000/v1"
-            )
-        if value.rstrip("/") in urls:
-            raise pytest.UsageError(f"--api-base {value!r} is given twice")
-        urls.append(value.rstrip("/"))
-    return tuple(urls)
+    if not values:
+        return ()
+    try:
+        return api_base_urls(values)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--api-base {exc}") from None
 
 
 def _choice(value: str, name: str, choices: tuple[str, ...]) -> str:
