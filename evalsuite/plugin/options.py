@@ -90,7 +90,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--concurrency",
         default=None,
-        help="requests a served engine keeps in flight (default 64)",
+        help="requests a served engine keeps in flight per server (default 64)",
     )
     group.addoption("--modes", default=None, help="modes, e.g. tiny,small,base (per-bench default)")
     group.addoption(
