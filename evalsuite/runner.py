@@ -118,7 +118,8 @@ Scorer = Callable[[Sample, InferenceResult], "Mapping[str, Score] | Scored"]
 @dataclass(frozen=True)
 class Inferred:
     """Results in request order, and how many requests went to the engine (the rest came from
-    the cache or repeated a request of the same call), in all and per mode."""
+    the cache or repeated a request of the same call), in all and per mode. A resumed run
+    counts the answers its resumed run's engine computed (once each) as its own model calls."""
 
     results: list[InferenceResult]
     model_calls: int
@@ -142,10 +143,13 @@ def infer_all(
     results: dict[str, InferenceResult] = {}
     pending: dict[str, InferenceRequest] = {}
     awaited: dict[str, InferenceRequest] = {}  # claimed by another process of the run
+    resumed: list[InferenceRequest] = []  # answered by the engine of the run resumed
     for key, request in zip(keys, requests, strict=True):
         cached = cache.get(key)
         if cached is not None:
             results[key] = cached
+            if cache.resumed_answer(key):
+                resumed.append(request)
         elif key in pending or key in awaited:
             continue
         elif cache.claim(key):
@@ -181,9 +185,9 @@ def infer_all(
     if record_reused is not None and reused:
         record_reused(reused)
     by_mode: dict[str, int] = {}
-    for request in pending.values():
+    for request in [*pending.values(), *resumed]:
         by_mode[request.mode] = by_mode.get(request.mode, 0) + 1
-    return Inferred([results[key] for key in keys], len(pending), by_mode)
+    return Inferred([results[key] for key in keys], len(pending) + len(resumed), by_mode)
 
 
 def infer_batch_isolating_failures(
@@ -329,7 +333,8 @@ def run_benchmark(
 ) -> BenchmarkRecord:
     """Infer, score and aggregate: the whole of one benchmark x engine x data x parameter.
 
-    ``params["model_calls"]`` of the record counts the requests that reached the engine,
+    ``params["model_calls"]`` of the record counts the requests that reached the engine
+    (in a resumed run: also those its resumed run's engine answered, :class:`Inferred`),
     ``params["model_calls_by_mode"]`` the same per request mode.
     """
     all_specs = with_output_health(specs)

@@ -252,3 +252,24 @@ def test_serving_rows_fail_on_slow_or_idle_servers_and_on_changed_call_counts():
     repeated = WorkerRow(2, 631, 525, 9.0)
     assert not repeated.passed and _worker_cells(repeated)[-2:] == (
         "= 525", "FAIL (repeated or lost calls)")
+
+
+class _NoWorkEngine:
+    """Stands in for the openai engine: builds an empty body, parses nothing."""
+
+    def build_body(self, request):
+        return {}, None
+
+    def parse_completion(self, request, page, payload):
+        return None
+
+
+def test_every_client_overhead_row_is_a_requirement_the_color_page_too(tmp_path):
+    from evalsuite.perf.serving import OverheadRow, _overhead_cells, overhead_rows
+
+    rows = overhead_rows(_NoWorkEngine(), tmp_path)
+    assert [row.page.split(" ", 1)[1] for row in rows] == [
+        "PIL image, black on white", "PNG file", "PIL image, color"]
+    assert all(row.budget_s is not None and row.passed for row in rows)
+    slow = OverheadRow(rows[2].page, rows[2].budget_s * 1.01, rows[2].budget_s)
+    assert not slow.passed and _overhead_cells(slow)[-1] == "FAIL (too slow)"

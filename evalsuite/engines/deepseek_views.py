@@ -92,6 +92,21 @@ FAMILY_VIEWS: dict[str, dict[str, ViewSettings]] = {
 }
 
 
+def tile_edge(family: str) -> int:
+    """The edge of every tile ``family`` makes, px (DeepSeek-OCR 640, DeepSeek-OCR-2 768): its
+    crop modes share one, which is what lets tiles of requests in different modes be batched
+    without padding. ValueError for an unknown family or one whose crop modes disagree."""
+    views = FAMILY_VIEWS.get(family)
+    if views is None:
+        raise ValueError(
+            f"unknown model family {family!r}; choose one of: {', '.join(FAMILY_VIEWS)}"
+        )
+    edges = {settings.image_size for settings in views.values() if settings.crop_mode}
+    if len(edges) != 1:
+        raise ValueError(f"{family}'s crop modes do not share one tile edge: {sorted(edges)}")
+    return edges.pop()
+
+
 @dataclass(frozen=True)
 class PageViews:
     """The views of one page: the global view, the tiles in row-major order (empty when

@@ -63,7 +63,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import io
 import json
 import os
 import re
@@ -87,11 +86,11 @@ from evalsuite.engines.deepseek_inputs import IMAGE_PLACEHOLDER, load_page_image
 from evalsuite.engines.deepseek_ocr import INFER_MAX_CROPS
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.engines.deepseek_views import FAMILY_VIEWS, image_token_count
+from evalsuite.engines.vllm_protocol import MODE_KWARG as VLLM_MODE_KWARG
 from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import EngineUnavailableError
-from evalsuite.images import open_image
+from evalsuite.images import PNG_SIGNATURE, lossless_png, open_image
 from evalsuite.tokens import MODES, text_token_count, vision_tokens
-from evalsuite.vllm_plugin import MODE_KWARG as VLLM_MODE_KWARG
 
 if TYPE_CHECKING:
     import aiohttp
@@ -125,15 +124,10 @@ MODEL_FAMILIES: dict[str, ModelFamily] = {
     "none": ModelFamily(None, None),
 }
 
-PNG_COMPRESS_LEVEL = 2
-"""zlib level of the PNGs the engine writes: levels 1-3 take the same time on pages, and 2
-halves the size of grey pages compared with 1."""
 MAX_BACKOFF_DOUBLINGS = 6
 """A backoff or a server's rest is at most ``backoff_s · 2^6`` (32 s at the default 0.5 s)."""
 _URL = re.compile(r"https?://[^\s/]+(/\S*)?")
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _EXIF_ORIENTATION = 0x0112
-_GREY_PALETTE = bytes(level for value in range(256) for level in (value, value, value))
 _T = TypeVar("_T")
 
 
@@ -215,14 +209,13 @@ def encode_page(image: ImageInput) -> EncodedPage:
     """The page as DeepSeek-OCR loads it (upright per EXIF, RGB), as a PNG data URL.
 
     A PNG file in RGB or L mode without EXIF data (before its pixels; a trailing EXIF chunk is
-    not looked for) is sent as its own bytes; an image whose three
-    channels are equal (black on white) as an 8-bit palette PNG of its grey levels, which PNG
-    stores unfiltered (about 10x faster to write than filtered RGB, same pixels once converted
-    back to RGB); any other image as an RGB PNG (:data:`PNG_COMPRESS_LEVEL`).
+    not looked for) is sent as its own bytes; any other image as
+    :func:`~evalsuite.images.lossless_png` writes it: a palette PNG for grey pages and pages of
+    at most 256 colors, else RGB, the same pixels once converted back to RGB.
     """
     if isinstance(image, (str, Path)):
         data = Path(image).read_bytes()
-        if data.startswith(_PNG_SIGNATURE):
+        if data.startswith(PNG_SIGNATURE):
             # The header only (size and pixel limit): the server decodes the pixels.
             with open_image(data, what=str(image), load=False) as opened:
                 if opened.mode in ("RGB", "L") and "exif" not in opened.info:
@@ -230,23 +223,10 @@ def encode_page(image: ImageInput) -> EncodedPage:
         page = load_page_image(image)
     elif isinstance(image, Image.Image):
         upright = image.getexif().get(_EXIF_ORIENTATION, 1) in (0, 1)
-        page = image if upright and image.mode == "RGB" else load_page_image(image)
+        page = image if upright and image.mode in ("RGB", "L") else load_page_image(image)
     else:
         raise TypeError(f"image must be a path or a PIL image, got {type(image).__name__}")
-    return EncodedPage(_data_url(_png_bytes(page)), page.width, page.height)
-
-
-def _png_bytes(page: Image.Image) -> bytes:
-    """PNG bytes of an RGB page: a grey palette image when R == G == B everywhere."""
-    red, green, blue = page.split()
-    grey_bytes = red.tobytes()
-    buffer = io.BytesIO()
-    if grey_bytes == green.tobytes() == blue.tobytes():
-        red.putpalette(_GREY_PALETTE)  # "L" -> "P" with index i = (i, i, i)
-        red.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    else:
-        page.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    return buffer.getvalue()
+    return EncodedPage(_data_url(lossless_png(page)), page.width, page.height)
 
 
 def _data_url(png: bytes) -> str:

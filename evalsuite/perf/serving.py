@@ -22,9 +22,10 @@
    project's fixtures.
 4. Client overhead. Encoding a 1024 x 1024 page, building the request body (JSON included) and
    parsing a response, without the network, must take under :data:`CLIENT_BUDGET_S` (median),
-   for a rendered page given as a PIL image and as a PNG file. The page's SHA-256 is computed
-   beforehand, as the runner does for its result cache. A color page (which cannot use the grey
-   palette encoding) is shown for information.
+   for a rendered page given as a PIL image and as a PNG file, and under
+   :data:`COLOR_BUDGET_S` for a rendered color page (sepia: 214 colors, sent as a palette PNG of
+   them, found and indexed in one compiled pass). The page's SHA-256 is computed beforehand, as
+   the runner does for its result cache.
 
 Exit status 1 when a requirement is not met.
 """
@@ -61,6 +62,10 @@ ENDPOINT_CONCURRENCY = 8
 WORKER_COUNTS = (1, 2)
 NIGHT_TIMEOUT_S = 1800
 CLIENT_BUDGET_S = 0.005
+COLOR_BUDGET_S = 0.015
+"""3 x :data:`CLIENT_BUDGET_S`: a color page takes about a grey page's work (3.8 ms against
+3.8 ms on a 2-CPU Intel Xeon, where Pillow's filtered RGB PNG took 30.2 ms), and under a fifth
+of the 86 ms that the RGB PNG took on the machine of issue 26."""
 CLIENT_RUNS = 25
 PAGE_TEXT = "Invoice 2024-0892   Date: 15 November 2024   Total due: $1,229.20\n" * 40
 FIXED_LATENCY_ENGINE = "evalsuite.perf.serving:fixed_latency_engine"
@@ -153,15 +158,15 @@ class WorkerRow:
 
 @dataclass(frozen=True)
 class OverheadRow:
-    """Median client seconds per page for one kind of page; ``budget_s`` None: not required."""
+    """Median client seconds per page for one kind of page, which must stay under ``budget_s``."""
 
     page: str
     seconds: float
-    budget_s: float | None
+    budget_s: float
 
     @property
     def passed(self) -> bool:
-        return self.budget_s is None or self.seconds < self.budget_s
+        return self.seconds < self.budget_s
 
 
 def measure_pages_per_s(
@@ -292,18 +297,18 @@ def measure_client_overhead(engine: OpenAIChatEngine, image: Image.Image | Path)
 
 
 def overhead_rows(engine: OpenAIChatEngine, folder: Path) -> list[OverheadRow]:
-    """The client overhead of a rendered 1024 x 1024 page as a PIL image and as a PNG file
-    (required), and of a color page (information only)."""
+    """The client overhead of a rendered 1024 x 1024 page as a PIL image and as a PNG file,
+    and of a rendered color page as a PIL image, each against its budget."""
     from evalsuite.render import RenderConfig, render_text
 
     grey = render_text(PAGE_TEXT, RenderConfig()).pages[0].image
     color = render_text(PAGE_TEXT, RenderConfig(colors="sepia")).pages[0].image
     path = folder / "page.png"
     grey.save(path)
-    cases: list[tuple[str, Image.Image | Path, float | None]] = [
+    cases: list[tuple[str, Image.Image | Path, float]] = [
         (f"{grey.width}x{grey.height} PIL image, black on white", grey, CLIENT_BUDGET_S),
         (f"{grey.width}x{grey.height} PNG file", path, CLIENT_BUDGET_S),
-        (f"{color.width}x{color.height} PIL image, color (info)", color, None),
+        (f"{color.width}x{color.height} PIL image, color", color, COLOR_BUDGET_S),
     ]
     return [
         OverheadRow(label, measure_client_overhead(engine, image), budget)
@@ -353,7 +358,7 @@ def run_serving(out: TextIO) -> int:
     failed = [row for row in (*throughput, *endpoints, *workers, *overhead) if not row.passed]
     checked = (sum(row.scale > 1 for row in (*throughput, *endpoints))
                + sum(row.workers > 1 for row in workers)
-               + sum(row.budget_s is not None for row in overhead))
+               + len(overhead))
     verdict = f"{len(failed)} of {checked} requirements not met" if failed else "all met"
     print(f"{'FAIL' if failed else 'ok'}: {verdict}", file=out)
     return 1 if failed else 0
@@ -392,9 +397,5 @@ def _worker_cells(row: WorkerRow) -> tuple[str, ...]:
 
 
 def _overhead_cells(row: OverheadRow) -> tuple[str, ...]:
-    if row.budget_s is None:
-        limit, verdict = "(no requirement)", "info"
-    else:
-        limit = f"< {format_seconds(row.budget_s)}"
-        verdict = "ok" if row.passed else "FAIL (too slow)"
-    return row.page, format_seconds(row.seconds), limit, verdict
+    verdict = "ok" if row.passed else "FAIL (too slow)"
+    return row.page, format_seconds(row.seconds), f"< {format_seconds(row.budget_s)}", verdict

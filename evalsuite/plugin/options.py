@@ -9,9 +9,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evalsuite import __version__
 from evalsuite.datasets import DATA_ENV
 from evalsuite.engines import engine_kind, supported_modes
 from evalsuite.engines.served import MODEL_FAMILIES, api_base_urls
@@ -22,7 +24,10 @@ from evalsuite.images import (
     LIMIT_OPTION,
     parse_max_image_pixels,
 )
-from evalsuite.plugin.server import SERVED_ENGINES, SERVED_MODELS, plan_server
+from evalsuite.plugin.server import SERVED_ENGINES, SERVED_MODELS, model_argument, plan_server
+from evalsuite.records.metadata import git_label
+from evalsuite.records.results import RESULTS_FILE
+from evalsuite.request_cache import CACHE_FILE, ResumeError, check_resumable
 
 SERVED_MODEL_DEFAULT = "deepseek-ocr"
 
@@ -58,6 +63,21 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--model-path", default=None, help="local DeepSeek-OCR (v1) weights folder")
     group.addoption(
         "--model-path-v2", default=None, help="local DeepSeek-OCR-2 weights folder"
+    )
+    group.addoption(
+        "--vllm",
+        default=None,
+        metavar="PATH",
+        help="the vllm executable --gpu starts (default $EVALSUITE_VLLM, else "
+        ".venv-vllm/bin/vllm, else vllm on PATH); the server command adapts to the platform "
+        "it reports (CPU: V1 runner)",
+    )
+    group.addoption(
+        "--max-new-tokens",
+        default=None,
+        metavar="N",
+        help="cap the tokens a served engine generates per request (smoke runs: random "
+        "weights never end a text)",
     )
     group.addoption(
         "--api-base",
@@ -121,6 +141,13 @@ def add_options(parser: pytest.Parser) -> None:
         "--report-dir", default=None, help="where runs are kept (default <rootdir>/reports)"
     )
     group.addoption("--run-name", default=None, help="a name for this run (history, A/B)")
+    group.addoption(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="finish a run that died part-way (a run id in --report-dir, or its folder): reuse "
+        "every request it answered, run the rest, write one complete run (same options)",
+    )
     group.addoption("--num-articles", default=None, help="QuALITY: articles to use")
     group.addoption(
         "--questions-per-article", default=None, help="QuALITY: questions per article"
@@ -180,6 +207,12 @@ class SuiteOptions:
     server_timeout_s: float = 1800.0
     concurrency: int | None = None
     server_error: str | None = None
+    vllm: str | None = None
+    """--vllm: the vllm executable to start."""
+    max_new_tokens: int | None = None
+    server_weights: str | None = None
+    """``random`` when the run's started server serves random weights (a folder without weight
+    files), ``checkpoint`` when it serves the folder's; None: no server started by this run."""
     modes: tuple[str, ...] | None = None
     data_dir: Path | None = None
     max_samples: int | None = None
@@ -192,6 +225,8 @@ class SuiteOptions:
     recordings: tuple[Path, ...] = ()
     report_dir: Path = Path("reports")
     run_name: str | None = None
+    resume: Path | None = None
+    """--resume: the folder of the run that died, whose answers this run reuses."""
     num_articles: int | None = None
     questions_per_article: int | None = None
     pages_dir: Path | None = None
@@ -257,6 +292,8 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         served_model=_choice(option("--served-model"), "--served-model", tuple(SERVED_MODELS)),
         server_timeout_s=_seconds(option("--server-timeout"), "--server-timeout"),
         concurrency=_count(option("--concurrency"), "--concurrency"),
+        vllm=option("--vllm"),
+        max_new_tokens=_count(option("--max-new-tokens"), "--max-new-tokens"),
         modes=_names(option("--modes")),
         data_dir=_data_dir(option("--data-dir")),
         max_samples=_count(option("--max-samples"), "--max-samples"),
@@ -269,6 +306,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         recordings=tuple(Path(p) for p in option("--recordings")),
         report_dir=_path(option("--report-dir"), root / "reports"),
         run_name=_run_name(option("--run-name")),
+        resume=_resume_dir(option("--resume"), _path(option("--report-dir"), root / "reports")),
         num_articles=_count(option("--num-articles"), "--num-articles"),
         questions_per_article=_count(
             option("--questions-per-article"), "--questions-per-article"
@@ -296,7 +334,51 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
     for path in options.recordings:
         if not path.is_file():
             raise pytest.UsageError(f"--recordings {path}: no such file")
+    if options.resume is not None and getattr(config, "workerinput", None) is None:
+        try:  # the controller checks; its workers take its word (it may have resumed by now)
+            check_resumable(options.resume, request_identity(options, root))
+        except ResumeError as exc:
+            raise pytest.UsageError(str(exc)) from None
     return options
+
+
+def request_identity(options: SuiteOptions, root: Path) -> dict[str, Any]:
+    """What decides the answers to a run's requests beyond the requests themselves (which the
+    cache keys hold), by the option that sets it: a ``--resume`` must match the run resumed.
+    The server's URL is not part of it (a resumed night runs on another node)."""
+    return {
+        "--gpu": options.gpu,
+        "--engine": ",".join(options.engines or (AUTO,)),
+        "--engine-label": options.engine_labels,
+        "--served-model": options.served_model,
+        "weights": {
+            "deepseek-ocr": model_argument("deepseek-ocr", options.model_path),
+            "deepseek-ocr-2": model_argument("deepseek-ocr-2", options.model_path_v2),
+        },
+        "--server-command": options.server_command,
+        "--recordings": [str(path) for path in options.recordings],
+        "--batch-size": options.batch_size,
+        "--max-new-tokens": options.max_new_tokens,
+        "evalsuite": f"{__version__} at {git_label(root)}",
+    }
+
+
+def _resume_dir(value: str | None, report_dir: Path) -> Path | None:
+    """The folder of the run ``--resume`` names: a run id in the report folder, or a path."""
+    if value is None:
+        return None
+    for candidate in (report_dir / value, Path(value).expanduser()):
+        if candidate.is_dir():
+            return candidate.resolve()
+    unfinished = sorted(
+        path.parent.name for path in report_dir.glob(f"*/{CACHE_FILE}")
+        if not (path.parent / RESULTS_FILE).exists()
+    )
+    listed = ", ".join(unfinished[-5:]) if unfinished else "none"
+    raise pytest.UsageError(
+        f"--resume {value}: no run {value!r} in {report_dir} and no folder of that path; runs "
+        f"there that did not finish (newest last): {listed}"
+    )
 
 
 def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import shutil
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,12 @@ from evalsuite.plugin.session import (
     remove_request_cache,
 )
 from evalsuite.records import finalize_run
-from evalsuite.records.metadata import collect_metadata, merge_engine_details
+from evalsuite.records.metadata import (
+    collect_metadata,
+    invocation_command,
+    merge_engine_details,
+    run_started,
+)
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import (
     PARTS_DIR,
@@ -32,6 +38,7 @@ from evalsuite.records.results import (
     write_part,
 )
 from evalsuite.reports.summary import gated_count, summary_lines
+from evalsuite.request_cache import remove_stale_caches, resume_summary
 from evalsuite.tokens import default_count_method
 
 RESULTS_KEY = pytest.StashKey[Path]()
@@ -61,7 +68,8 @@ def finish_session(session: pytest.Session) -> None:
 
         bench = bench_session(config)
     if not bench.records and not (bench.run_dir / PARTS_DIR).is_dir():
-        remove_request_cache(bench.run_dir)  # a test that failed before its record left it
+        if bench.options.resume is None:  # resuming, it holds the answers taken over: keep
+            remove_request_cache(bench.run_dir)  # a test that failed before its record left it
         if bench.run_dir.is_dir() and not any(bench.run_dir.iterdir()):
             bench.run_dir.rmdir()
         if bench.options.asked and not config.getoption("collectonly"):
@@ -86,6 +94,12 @@ def finish_session(session: pytest.Session) -> None:
             "path": str(options.record.resolve()),
             "sha256": file_sha256(options.record),
         }
+    resumed = resume_summary(bench.run_dir)
+    if resumed is not None:
+        extra["resumed"] = resumed
+    # The run started when the controller made its id (pytest_configure), not when this
+    # process's session object was made: under xdist that is only now, at the end.
+    started = run_started(bench.run_id) or datetime.fromtimestamp(bench.started, UTC)
     metadata = collect_metadata(
         bench.run_id,
         run_name=options.run_name,
@@ -95,8 +109,9 @@ def finish_session(session: pytest.Session) -> None:
         data_sources=data_sources,
         seed=options.seed,
         repo_dir=config.rootpath,
-        command=[Path(sys.argv[0]).name, *config.invocation_params.args],
-        duration_s=round(time.time() - bench.started, 3),
+        command=invocation_command(sys.argv[0], config.invocation_params.args),
+        created=started,
+        duration_s=round(time.time() - started.timestamp(), 3),
         model_calls=model_calls,
         token_counter=default_count_method(),
         extra=extra,
@@ -106,6 +121,7 @@ def finish_session(session: pytest.Session) -> None:
     history = None if options.shard else options.report_dir / "history.jsonl"  # a part only
     written = finalize_run(bench.run_dir, metadata, bench.records, history_path=history)
     remove_request_cache(bench.run_dir)
+    remove_stale_caches(options.report_dir)  # of runs that died and were not resumed
     config.stash[RESULTS_KEY] = written
     if (options.asked and not options.update_golden and not options.shard
             and gated_count(read_results(written)) == 0):

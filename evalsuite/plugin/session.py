@@ -20,11 +20,11 @@ from evalsuite.engines.base import Engine
 from evalsuite.engines.replay import STUDY_RECORDINGS
 from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 from evalsuite.golden import GoldenStore
-from evalsuite.plugin.options import SuiteOptions, parse_options
+from evalsuite.plugin.options import SuiteOptions, parse_options, request_identity
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
 from evalsuite.records.metadata import ENDPOINT_COUNTS, new_run_id
 from evalsuite.records.model import BenchmarkRecord
-from evalsuite.request_cache import SharedResultCache
+from evalsuite.request_cache import CACHE_FILE, SharedResultCache, remove_cache
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 OPTIONS_KEY = pytest.StashKey[SuiteOptions]()
@@ -32,14 +32,14 @@ RUN_ID_KEY = pytest.StashKey[str]()
 WORKER_RUN_ID = "evalsuite_run_id"
 WORKER_SERVER = "evalsuite_server"
 DEEPSEEK_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
-REQUEST_CACHE_FILE = "request_cache.sqlite"
-"""In the run folder while the run lasts; removed when the run is written."""
+REQUEST_CACHE_FILE = CACHE_FILE
+"""In the run folder while the run lasts; removed when the run is written (a run that dies
+keeps it, for ``--resume``: :mod:`evalsuite.request_cache`)."""
 
 
 def remove_request_cache(run_dir: Path) -> None:
     """Delete the run's request cache (with its WAL files) once the run is written."""
-    for suffix in ("", "-wal", "-shm"):
-        (run_dir / f"{REQUEST_CACHE_FILE}{suffix}").unlink(missing_ok=True)
+    remove_cache(run_dir)
 
 
 @dataclass
@@ -49,6 +49,8 @@ class BenchSession:
     options: SuiteOptions
     run_id: str
     worker_id: str = "master"
+    root: Path = Path(".")
+    """The pytest root: the checkout whose commit the cache's identity names."""
     records: list[BenchmarkRecord] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     data_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -66,8 +68,13 @@ class BenchSession:
     @cached_property
     def cache(self) -> SharedResultCache:
         """The run's request cache, shared by every process of the run (xdist workers): a
-        request reaches the engine once per run, as in a serial run."""
-        return SharedResultCache(self.run_dir / REQUEST_CACHE_FILE)
+        request reaches the engine once per run, as in a serial run. With ``--resume`` it
+        takes over the answers of the run resumed."""
+        return SharedResultCache(
+            self.run_dir / REQUEST_CACHE_FILE,
+            identity=request_identity(self.options, self.root),
+            resume_from=self.options.resume,
+        )
 
     def close_cache(self) -> None:
         """Close this process's connection to the request cache, if it opened one."""
@@ -141,6 +148,8 @@ class BenchSession:
             **{k: str(v) for k, v in options.items()},
             **(details() if details else {}),
         }
+        if name in SERVED_ENGINES and self.options.server_weights is not None:
+            self.engine_details[label]["weights"] = self.options.server_weights
         counts = getattr(engine, "endpoint_counts", None)
         if counts is not None:
             self._endpoint_counts[label] = counts
@@ -173,6 +182,8 @@ class BenchSession:
         }
         if self.options.concurrency is not None:
             options["concurrency"] = self.options.concurrency
+        if self.options.max_new_tokens is not None:
+            options["max_tokens"] = self.options.max_new_tokens
         return options
 
     def _recordings(self) -> list[Path] | None:
@@ -211,6 +222,6 @@ def bench_session(config: pytest.Config) -> BenchSession:
         worker_id = worker["workerid"] if worker else "master"
         run_id = config.stash.get(RUN_ID_KEY, None) or new_run_id()
         config.stash[RUN_ID_KEY] = run_id
-        session = BenchSession(options, run_id, worker_id)
+        session = BenchSession(options, run_id, worker_id, root=config.rootpath)
         config.stash[SESSION_KEY] = session
     return session

@@ -18,11 +18,16 @@ from typing import Any
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSIONED_PACKAGES = ("torch", "transformers", "tokenizers")
+_RUN_STARTS: dict[str, datetime] = {}
+"""The start of each run id this process made, by id."""
 
 
 @dataclass
 class RunMetadata:
-    """One run's identity and what reproduces it. ``created_utc`` is ISO 8601 with a ``Z``.
+    """One run's identity and what reproduces it. ``created_utc`` is the start of the run (the
+    controlling process's, before any test ran), ISO 8601 with a ``Z``; ``duration_s`` the
+    wall-clock seconds from that start to the writing of the results; ``command`` the command
+    line as typed (:func:`invocation_command`).
 
     ``engine_details`` maps each engine label to what identifies the model behind it (engine
     name, weights path and content hash, server model id and version, tokenizer, recordings
@@ -100,9 +105,28 @@ def merge_engine_details(
 def new_run_id(now: datetime | None = None) -> str:
     """A sortable, unique run id: UTC start time plus 8 random hex digits, e.g.
     ``20251122T035012Z-3fa9c1d0``. 32 random bits keep ids of runs started in the same second
-    apart (a hundred of them collide with odds of about one in a million)."""
+    apart (a hundred of them collide with odds of about one in a million). The process
+    remembers the moment, to the microsecond: :func:`run_started`."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
-    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+    run_id = f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+    _RUN_STARTS[run_id] = moment
+    return run_id
+
+
+def run_started(run_id: str) -> datetime | None:
+    """When this process made ``run_id`` (:func:`new_run_id`): the start of that run, in UTC;
+    None for an id made elsewhere (an xdist worker's, which the controller made)."""
+    return _RUN_STARTS.get(run_id)
+
+
+def invocation_command(program: str, args: Sequence[str]) -> list[str]:
+    """The command line as the user typed it, from ``sys.argv[0]`` and the arguments:
+    ``python -m pytest ARGS`` when ``program`` is a package's ``__main__.py`` (as for
+    ``python -m pytest``), else the program's file name and ``ARGS`` (``pytest ARGS``)."""
+    path = Path(program)
+    if path.name == "__main__.py" and path.parent.name:
+        return ["python", "-m", path.parent.name, *args]
+    return [path.name or program, *args]
 
 
 def require_run_id(run_id: Any) -> str:
@@ -188,7 +212,9 @@ def collect_metadata(
     token_counter: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> RunMetadata:
-    """Gather a run's metadata; what is not given is detected (git, versions, device, argv)."""
+    """Gather a run's metadata; what is not given is detected (git, versions, device, argv).
+
+    ``created``: the start of the run (``created_utc``; default now)."""
     if isinstance(engines, str) or isinstance(modes, str):
         raise TypeError("engines and modes must be sequences of names, not a single str")
     commit, dirty = git_state(repo_dir)

@@ -233,6 +233,19 @@ def _load_results(entry: HistoryEntry, history_dir: Path) -> list[BenchmarkRecor
         return None
 
 
+def duration_text(seconds: float) -> str:
+    """A run's wall-clock duration, to its scale: ``0.8 s``, ``42 s``, ``5 min 39 s``,
+    ``2 h 05 min``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
 def _run_facts(run: RunMetadata) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in run.versions.items() if v) or MISSING
     commit = (run.git_commit or MISSING)[:12] + (" (dirty)" if run.git_dirty else "")
@@ -246,7 +259,7 @@ def _run_facts(run: RunMetadata) -> str:
         ("device", run.device or MISSING),
         ("versions", versions),
         ("seed", MISSING if run.seed is None else str(run.seed)),
-        ("duration", MISSING if run.duration_s is None else f"{run.duration_s:,.0f} s"),
+        ("duration", MISSING if run.duration_s is None else duration_text(run.duration_s)),
         ("command", run.command or MISSING),
     ]
     items = "".join(

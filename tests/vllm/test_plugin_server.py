@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ import torch
 from evalsuite.plugin.server import VLLM_COMMAND, plan_server
 from evalsuite.vllm_plugin import (
     ARCHITECTURES,
+    MODE_KWARG,
     NGRAM_PROCESSOR,
     PLUGIN_NAME,
     SERVER_ENVIRONMENT,
@@ -98,6 +100,51 @@ def test_the_server_command_parses_and_its_processor_loads_under_the_v2_runner(
     assert "{vllm} serve" in VLLM_COMMAND and SERVER_ENVIRONMENT["VLLM_PLUGINS"] == PLUGIN_NAME
 
 
+def parsed_server_args(command: str) -> Any:
+    """``command`` (a ``vllm serve MODEL ...`` line) through vLLM's own CLI parser."""
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    words = shlex.split(command.replace("{port}", "8123"))
+    return make_arg_parser(FlexibleArgumentParser()).parse_args(["--model", *words[2:]])
+
+
+@pytest.mark.parametrize("platform", ["cuda", "cpu"])
+def test_the_started_server_accepts_each_requests_mode(
+    checkpoint: Path, monkeypatch: pytest.MonkeyPatch, platform: str
+) -> None:
+    """The body the ``vllm`` engine sends, validated as vLLM's chat endpoint validates it
+    (``ChatCompletionRequest``, then ``validate_request_mm_kwargs`` with the server's
+    ``--trust-request-mm-kwargs``): accepted by the command the suite starts, refused with
+    HTTP 400's message by a command without the flag (the first GPU night's every sample)."""
+    from vllm.entrypoints.generate.base.protocol import validate_request_mm_kwargs
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.exceptions import VLLMValidationError
+    from vllm.platforms import current_platform
+
+    monkeypatch.setattr(type(current_platform), "device_type", "cpu", raising=False)
+    body = {
+        "model": "deepseek-ocr", "temperature": 0.0, "max_tokens": 16,
+        "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            {"type": "text", "text": "Free OCR."}]}],
+        "mm_processor_kwargs": {MODE_KWARG: "tiny"},
+        "vllm_xargs": {"ngram_size": 30, "window_size": 90, "whitelist_token_ids": [1]},
+    }
+    request = ChatCompletionRequest.model_validate(body)
+    command = plan_server(None, "deepseek-ocr", str(checkpoint), 10.0, platform=platform).command
+    for args, accepted in ((parsed_server_args(command), True), (parsed_server_args(
+            command.replace(" --trust-request-mm-kwargs", "")), False)):
+        check = {"mm_processor_kwargs": request.mm_processor_kwargs,
+                 "media_io_kwargs": request.media_io_kwargs,
+                 "trust_request_mm_kwargs": args.trust_request_mm_kwargs}
+        if accepted:
+            validate_request_mm_kwargs(**check)
+        else:
+            with pytest.raises(VLLMValidationError, match="Per-request mm_processor_kwargs"):
+                validate_request_mm_kwargs(**check)
+
+
 def test_ngram_rule_equals_vllms_deepseek_rule() -> None:
     from vllm.model_executor.models.deepseek_ocr import NoRepeatNGramLogitsProcessor as Oracle
 
@@ -140,3 +187,35 @@ def test_v2_processor_bans_per_row_from_the_request_history() -> None:
     expected = Oracle(3, 20, set())(histories[0], torch.zeros(10))
     assert torch.equal(logits[1], expected) and torch.isinf(expected).any()
     assert torch.equal(logits[0], torch.zeros(10))
+
+
+def test_v1_processor_loads_under_the_v1_runner_and_bans_as_the_rule() -> None:
+    """The CPU server's form of the rule: vLLM's V1 loader takes it (and refuses the V2 one),
+    and ``apply`` on a batch bans, per row, what DeepSeek's in-tree rule bans for that row's
+    running output; a request without ``ngram_size`` is left alone."""
+    from vllm.model_executor.models.deepseek_ocr import NoRepeatNGramLogitsProcessor as Oracle
+    from vllm.v1.sample.logits_processor import _load_logitsprocs_by_fqcns
+    from vllm.v1.sample.logits_processor.interface import BatchUpdate
+
+    from evalsuite.vllm_plugin import NGRAM_PROCESSOR_V1
+    from evalsuite.vllm_plugin.ngram_v1 import NoRepeatNGramAdapterProcessor
+
+    assert _load_logitsprocs_by_fqcns([NGRAM_PROCESSOR_V1]) == [NoRepeatNGramAdapterProcessor]
+    with pytest.raises(ValueError, match="must be a subclass of LogitsProcessor"):
+        _load_logitsprocs_by_fqcns([NGRAM_PROCESSOR])
+    rng = random.Random(5)  # row 0 ends in a 2-gram seen before: its third token is banned
+    outputs = [[rng.randint(0, 4) for _ in range(9)] + [1, 2, 3, 0, 1, 2], [1, 2, 3, 1, 2]]
+    processor = NoRepeatNGramAdapterProcessor(None, torch.device("cpu"), False)
+    wanted = SimpleNamespace(extra_args={"ngram_size": 3, "window_size": 12})
+    processor.update_state(BatchUpdate(
+        batch_size=2, removed=[], moved=[],
+        added=[(0, wanted, [9, 9], outputs[0]), (1, SimpleNamespace(extra_args=None), [9],
+                                                 outputs[1])],
+    ))
+    logits = processor.apply(torch.zeros((2, 8)))
+    expected = Oracle(3, 12, set())(outputs[0], torch.zeros(8))
+    assert torch.equal(logits[0], expected) and torch.isinf(expected).any()
+    assert torch.equal(logits[1], torch.zeros(8))
+    outputs[0].append(int(torch.argmax(logits[0])))  # the next step sees the grown output
+    assert torch.equal(processor.apply(torch.zeros((2, 8)))[0],
+                       Oracle(3, 12, set())(outputs[0], torch.zeros(8)))

