@@ -44,9 +44,6 @@ FAMILIES: dict[str, tuple[str, int]] = {
 """Family -> the checkpoint's architecture and the projector's input width (SAM + CLIP
 features, 2048; DeepSeek-OCR-2's Qwen2 encoder, 896)."""
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-
-
 def checkpoint_config(family: str, *, tiny: bool = False) -> dict[str, Any]:
     """The ``config.json`` of ``family`` (without ``auto_map``: vLLM's own classes serve it);
     ``tiny``: the language model of :data:`TINY_LANGUAGE`."""
@@ -79,14 +76,3 @@ def write_checkpoint(folder: str | os.PathLike[str], family: str, *, tiny: bool 
     folder = write_deepseek_ocr_tokenizer(folder)
     (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
     return folder
-
-
-def has_weights(folder: str | os.PathLike[str]) -> bool:
-    """Whether checkpoint ``folder`` holds a weight file (safetensors, PyTorch ``.bin``/``.pt``),
-    at its top or one folder down, as vLLM's loaders look for them."""
-    root = Path(folder)
-    return any(
-        path.is_file() and path.name.endswith(WEIGHT_SUFFIXES)
-        for pattern in ("*", "*/*")
-        for path in root.glob(pattern)
-    )

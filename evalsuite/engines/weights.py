@@ -43,13 +43,18 @@ def hf_hub_cache() -> Path:
     return Path(home).expanduser() / "hub"
 
 
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of checkpoint ``folder``: its ``*.safetensors`` and ``*.bin``, by name."""
+    return sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
+
+
 def checkpoint_problem(path: Path) -> str | None:
     """Why ``path`` is not a usable checkpoint folder (None when it looks complete)."""
     if not path.is_dir():
         return f"{str(path)!r} is not a directory"
     if not (path / "config.json").is_file():
         return f"{str(path)!r} has no config.json"
-    if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
+    if not weight_files(path):
         return f"{str(path)!r} has no *.safetensors or *.bin weight files"
     return None
 
@@ -109,8 +114,8 @@ def checkpoint_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     for file in sorted(f for f in named if f.is_file()):
         config.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
     weights = hashlib.sha256()
-    weight_files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")])
-    for file in weight_files:
+    files = weight_files(folder)
+    for file in files:
         size = file.stat().st_size
         weights.update(f"{file.name}\0{size}\0".encode())
         last = max(0, size - FINGERPRINT_BLOCK_BYTES)
@@ -121,8 +126,8 @@ def checkpoint_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {
         "weights_path": str(folder.resolve()),
         "config_sha256": config.hexdigest(),
-        "weights_fingerprint": weights.hexdigest() if weight_files else None,
-        "weight_files": len(weight_files),
+        "weights_fingerprint": weights.hexdigest() if files else None,
+        "weight_files": len(files),
         "tokenizer": str(folder.resolve()),
     }
 

@@ -20,7 +20,6 @@ from evalsuite.plugin.session import (
     RUN_ID_KEY,
     SESSION_KEY,
     BenchSession,
-    remove_request_cache,
 )
 from evalsuite.records import finalize_run
 from evalsuite.records.metadata import (
@@ -38,7 +37,7 @@ from evalsuite.records.results import (
     write_part,
 )
 from evalsuite.reports.summary import gated_count, summary_lines
-from evalsuite.request_cache import remove_stale_caches, resume_summary
+from evalsuite.request_cache import remove_cache, remove_stale_caches, resume_summary
 from evalsuite.tokens import default_count_method
 
 RESULTS_KEY = pytest.StashKey[Path]()
@@ -69,7 +68,7 @@ def finish_session(session: pytest.Session) -> None:
         bench = bench_session(config)
     if not bench.records and not (bench.run_dir / PARTS_DIR).is_dir():
         if bench.options.resume is None:  # resuming, it holds the answers taken over: keep
-            remove_request_cache(bench.run_dir)  # a test that failed before its record left it
+            remove_cache(bench.run_dir)  # a test that failed before its record left it
         if bench.run_dir.is_dir() and not any(bench.run_dir.iterdir()):
             bench.run_dir.rmdir()
         if bench.options.asked and not config.getoption("collectonly"):
@@ -120,7 +119,7 @@ def finish_session(session: pytest.Session) -> None:
         metadata = dataclasses.replace(metadata, interrupted=True)
     history = None if options.shard else options.report_dir / "history.jsonl"  # a part only
     written = finalize_run(bench.run_dir, metadata, bench.records, history_path=history)
-    remove_request_cache(bench.run_dir)
+    remove_cache(bench.run_dir)
     remove_stale_caches(options.report_dir)  # of runs that died and were not resumed
     config.stash[RESULTS_KEY] = written
     if (options.asked and not options.update_golden and not options.shard

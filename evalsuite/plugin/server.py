@@ -32,8 +32,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalsuite.engines.deepseek_checkpoints import has_weights
 from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
+from evalsuite.engines.weights import weight_files
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.images import LIMIT_ENV, max_image_pixels
 from evalsuite.vllm_plugin import (
@@ -167,10 +167,11 @@ def vllm_environment(executable: str) -> VllmEnvironment:
         )
         version, plugin, platform = json.loads(answer.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        detail = getattr(exc, "stderr", "") or ""
+        stderr = (getattr(exc, "stderr", "") or "").strip()
+        reason = f"{exc}: {stderr.splitlines()[-1]}" if stderr else str(exc)
         raise ServerStartError(
-            f"cannot read the vLLM installation of `{found}` with {python} ({exc}"
-            f"{': ' + detail.strip().splitlines()[-1] if detail.strip() else ''}); {INSTALL_HINT}"
+            f"cannot read the vLLM installation of `{found}` with {python} ({reason}); "
+            f"{INSTALL_HINT}"
         ) from None
     if version is None:
         raise ServerStartError(
@@ -219,15 +220,16 @@ def plan_server(
         ) from None
     if "{port}" not in filled:
         raise ValueError(f"--server-command {template!r} must contain {{port}}")
-    random_weights = Path(model).is_dir() and not has_weights(model)
+    random_weights = Path(model).is_dir() and not weight_files(Path(model))
+    weights = "random" if random_weights else "checkpoint"
     if command is not None:
-        return ServerPlan(filled, model, timeout_s, "random" if random_weights else "checkpoint")
+        return ServerPlan(filled, model, timeout_s, weights)
     flags = [*serving.flags, *(RANDOM_WEIGHTS_FLAGS if random_weights else ())]
     return ServerPlan(
         " ".join([filled, *map(shlex.quote, flags)]),
         model,
         timeout_s,
-        "random" if random_weights else "checkpoint",
+        weights,
         {**SERVER_ENVIRONMENT, **serving.environment},
     )
 

@@ -24,7 +24,7 @@ from evalsuite.plugin.options import SuiteOptions, parse_options, request_identi
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
 from evalsuite.records.metadata import ENDPOINT_COUNTS, new_run_id
 from evalsuite.records.model import BenchmarkRecord
-from evalsuite.request_cache import CACHE_FILE, SharedResultCache, remove_cache
+from evalsuite.request_cache import CACHE_FILE, SharedResultCache
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 OPTIONS_KEY = pytest.StashKey[SuiteOptions]()
@@ -32,16 +32,6 @@ RUN_ID_KEY = pytest.StashKey[str]()
 WORKER_RUN_ID = "evalsuite_run_id"
 WORKER_SERVER = "evalsuite_server"
 DEEPSEEK_ENGINES = ("deepseek-ocr", "deepseek-ocr-2")
-REQUEST_CACHE_FILE = CACHE_FILE
-"""In the run folder while the run lasts; removed when the run is written (a run that dies
-keeps it, for ``--resume``: :mod:`evalsuite.request_cache`)."""
-
-
-def remove_request_cache(run_dir: Path) -> None:
-    """Delete the run's request cache (with its WAL files) once the run is written."""
-    remove_cache(run_dir)
-
-
 @dataclass
 class BenchSession:
     """What one pytest process (an xdist worker, or the only process) holds for the run."""
@@ -71,7 +61,7 @@ class BenchSession:
         request reaches the engine once per run, as in a serial run. With ``--resume`` it
         takes over the answers of the run resumed."""
         return SharedResultCache(
-            self.run_dir / REQUEST_CACHE_FILE,
+            self.run_dir / CACHE_FILE,
             identity=request_identity(self.options, self.root),
             resume_from=self.options.resume,
         )

@@ -19,8 +19,6 @@ from evalsuite.vllm_plugin.ngram_rule import NGramRule, parse_rule
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["NGramRule", "NoRepeatNGramLogitsProcessor", "parse_rule"]
-
 
 class NoRepeatNGramLogitsProcessor(LogitsProcessor):
     """The rule above for every request that asks for it (``--logits-processors

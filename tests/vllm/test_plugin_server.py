@@ -27,7 +27,8 @@ from evalsuite.vllm_plugin import (
     SERVER_ENVIRONMENT,
     VLLM_VERSION,
 )
-from evalsuite.vllm_plugin.ngram import NoRepeatNGramLogitsProcessor, parse_rule
+from evalsuite.vllm_plugin.ngram import NoRepeatNGramLogitsProcessor
+from evalsuite.vllm_plugin.ngram_rule import parse_rule
 
 DISCOVER = (
     "import json; from vllm.plugins import load_general_plugins; load_general_plugins(); "
