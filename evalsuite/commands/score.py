@@ -1,14 +1,20 @@
 """``evalsuite score BENCHMARK``: score markdown predictions you already have against a public
 benchmark's ground truth, with the official scorer's numbers, without running any engine.
 
-``evalsuite score omnidocbench --gt OmniDocBench.json --pred DIR [--json] [--filter KEY=VALUE]``:
-``DIR`` holds one ``<image stem>.md`` per page (the official naming). Scored as OmniDocBench
-v1.0's end-to-end evaluation (the version of the DeepSeek-OCR paper). Prints the overall
-figures, the paper's per-language table, breakdowns per page attribute, and the pages without a
-prediction, which v1.0 skips (exit status 1 when there are any); ``--json`` prints ``{"pages":
-{stem: {"text_block_edit_dist", "display_formula_edit_dist", "table_teds",
+``evalsuite score omnidocbench --gt OmniDocBench.json --pred DIR [--version 1.0|1.5] [--no-cdm]
+[--json] [--filter KEY=VALUE]``: ``DIR`` holds one ``<image stem>.md`` per page (the official
+naming). Scored as OmniDocBench's official end-to-end evaluation of ``--version``: 1.0
+(895837f, the DeepSeek-OCR paper's) or 1.5 (0f22218); by default the version of the ground
+truth's release by its page count (981: 1.0, 1355: 1.5, 1651: 1.6, not implemented yet), else
+the newest implemented. v1.5 scores display formulas with CDM unless ``--no-cdm``. Prints the
+version and commit, the overall figures (v1.0: the paper's per-language table; v1.5: the
+leaderboard overall), breakdowns per page attribute, and the pages without a prediction, which
+both versions skip (exit status 1 when there are any); ``--json`` prints ``{"version",
+"commit", "pages": {stem: {"text_block_edit_dist", "display_formula_edit_dist", "table_teds",
 "table_teds_structure_only", "table_edit_dist", "reading_order_edit_dist"}}, "overall",
-"official", "missing_predictions", "table_format"}``, null where the official code has no value.
+"official", "missing_predictions", "table_format"}`` (v1.5 adds ``"figures"``; its
+``"overall"`` is the leaderboard overall, null without CDM, with its parts), null where the
+official code has no value.
 
 ``evalsuite score olmocr-bench --tests BENCH_DATA --pred DIR [--json]``: ``BENCH_DATA`` holds
 the ``*.jsonl`` test files and ``pdfs/``; ``DIR`` one ``<pdf path less .pdf>_pg<page>_repeat<n>.md``
@@ -17,7 +23,8 @@ bootstrap interval, the score per test file and per test type, and every failed 
 official explanation; ``--json`` prints ``{"tests": {id: {"passed", "explanation"}},
 "per_category", "per_type", "overall", "ci", "missing_pages", "errors", "status"}``. Exit status
 1 when a page has no prediction or a test raised (the official benchmark then reports the
-candidate as "FAILED (errors)"; the scores shown count those tests as failed), 2 on bad input.
+candidate as "FAILED (errors)"; the scores shown count those tests as failed), 2 on bad input
+(a prediction file that is not UTF-8 included, for both benchmarks).
 """
 
 from __future__ import annotations
@@ -26,21 +33,30 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
+from evalsuite.commands.score_cdm import add_parser as add_cdm_parser
+from evalsuite.commands.score_cdm import run_cdm
 from evalsuite.datasets.olmocr_bench import load_olmocr_bench
 from evalsuite.datasets.omnidocbench import load_omnidocbench
-from evalsuite.errors import DatasetFormatError
+from evalsuite.errors import DatasetFormatError, EvalsuiteError
+from evalsuite.metrics.cdm import CdmToolchainMissingError
 from evalsuite.metrics.olmocr_bench import BenchScores, score_predictions
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION
 from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
+    FormulaCdm,
+    cdm_hook,
     evaluate_pages,
     predictions_in,
 )
-from evalsuite.metrics.omnidocbench.match import MatchError
-from evalsuite.metrics.omnidocbench.normalize import LatexmlUnavailable
+from evalsuite.metrics.omnidocbench.versions import (
+    DATASET_VERSIONS,
+    rules_for,
+    version_for_pages,
+)
 from evalsuite.render.katex import KatexUnavailable
 from evalsuite.textformat import format_table, shorten
 
@@ -63,26 +79,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
     omnidoc = benchmarks.add_parser(
-        "omnidocbench", help="OmniDocBench end-to-end, as its official v1.0 evaluation",
+        "omnidocbench", help="OmniDocBench end-to-end, as its official v1.0 or v1.5 scorer",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    omnidoc.add_argument("--version", choices=sorted({*OFFICIAL_VERSION,
+                                                      *DATASET_VERSIONS.values()}),
+                         help="official evaluation version (default: the ground truth's release "
+                         "by its page count, else the newest implemented)")
+    omnidoc.add_argument("--no-cdm", action="store_true",
+                         help="v1.5: leave CDM out (no formula CDM, no leaderboard overall)")
     omnidoc.add_argument("--gt", required=True, help="OmniDocBench.json")
     omnidoc.add_argument("--pred", required=True, help="folder of <image stem>.md files")
     omnidoc.add_argument("--json", action="store_true", help="print the results as JSON")
     omnidoc.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                          help="only pages whose page attribute KEY is VALUE (the official "
                          "dataset.filter), e.g. language=english; repeatable")
+    add_cdm_parser(benchmarks)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.benchmark == "omnidocbench":
         return run_omnidocbench(args)
+    if args.benchmark == "cdm":
+        return run_cdm(args)
     try:
         bench = load_olmocr_bench(args.tests, force=args.force)
         scores = score_predictions(bench.tests, bench.pdfs, args.pred,
                                    n_bootstrap=args.bootstrap_samples, seed=args.seed)
     except (DatasetFormatError, KatexUnavailable, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError:
+        found = _first_not_utf8(Path(args.pred).rglob("*.md"))
+        print(f"error: prediction {found} is not UTF-8 text; save it as UTF-8", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(scores.to_json(), ensure_ascii=False, indent=1))
@@ -126,10 +155,31 @@ def summary(scores: BenchScores) -> str:
     return "\n".join(lines)
 
 
+def _first_not_utf8(paths: Iterable[Path]) -> Path | None:
+    """The first of ``paths`` (sorted) whose bytes are not UTF-8."""
+    for path in sorted(paths):
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return path
+    return None
+
+
+def _cdm_hook(version: str) -> FormulaCdm | None:
+    """``version``'s CDM hook; a missing toolchain's message also offers ``--no-cdm``."""
+    try:
+        return cdm_hook(version)
+    except CdmToolchainMissingError as error:
+        raise CdmToolchainMissingError(f"{error}; or pass --no-cdm to score without CDM"
+                                       ) from None
+
+
 def run_omnidocbench(args: argparse.Namespace) -> int:
     try:
         filters = dict(_key_value(item) for item in args.filter)
         bench = load_omnidocbench(args.gt)
+        version = args.version or version_for_pages(len(bench.pages))
+        rules_for(version)
         folder = Path(args.pred)
         if not folder.is_dir():
             raise DatasetFormatError(f"--pred {folder} is not a folder")
@@ -138,8 +188,10 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
                         for key, value in filters.items())]
         if not pages:
             raise DatasetFormatError(f"no page of {args.gt} passes the filter {filters}")
-        evaluation = evaluate_pages(pages, predictions_in(folder), bench.page_info())
-    except (DatasetFormatError, LatexmlUnavailable, MatchError, OSError) as error:
+        formula_cdm = None if args.no_cdm else _cdm_hook(version)
+        evaluation = evaluate_pages(pages, predictions_in(folder), bench.page_info(),
+                                    version=version, formula_cdm=formula_cdm)
+    except (EvalsuiteError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
@@ -148,7 +200,8 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
         print(omnidocbench_summary(evaluation, len(pages)))
     if evaluation.missing:
         print(f"{len(evaluation.missing)} page(s) have no prediction and were skipped, as the "
-              f"official v1.0 evaluation skips them: {', '.join(evaluation.missing[:5])}"
+              f"official v{evaluation.version} evaluation skips them: "
+              f"{', '.join(evaluation.missing[:5])}"
               f"{' …' if len(evaluation.missing) > 5 else ''}", file=sys.stderr)
         return 1
     return 0
@@ -165,7 +218,7 @@ def omnidocbench_summary(evaluation: Evaluation, page_count: int) -> str:
     """Overall figures, the paper's per-language table, and the page-attribute breakdowns."""
     figures = evaluation.headline()
     scored = len(evaluation.pages)
-    lines = [f"{OFFICIAL_VERSION}: {scored} of {page_count} pages scored "
+    lines = [f"{OFFICIAL_VERSION[evaluation.version]}: {scored} of {page_count} pages scored "
              f"(tables as {evaluation.table_format})", ""]
     lines.append(format_table(
         ("metric", "value"),
@@ -181,6 +234,15 @@ def omnidocbench_summary(evaluation: Evaluation, page_count: int) -> str:
              for label, suffix in (("english", "EN"), ("simplified_chinese", "CH"))],
             align="lrrrrrr",
         )]
+    if evaluation.leaderboard is not None:
+        board = evaluation.leaderboard
+        lines += ["", "leaderboard overall (v1.5 notebook: ((1 - text edit) x 100 + formula CDM "
+                  "+ table TEDS) / 3, parts rounded to 3 places):", format_table(
+                      ("overall", "text edit", "formula CDM", "table TEDS"),
+                      [tuple(_number(board[key]) for key in (
+                          "overall", "text_block_edit_dist", "display_formula_cdm",
+                          "table_teds"))],
+                      align="rrrr")]
     breakdown = evaluation.result["text_block"]["page"].get("Edit_dist", {})
     if breakdown:
         lines += ["", "text block edit distance per page attribute:", format_table(

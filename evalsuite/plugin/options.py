@@ -24,6 +24,7 @@ from evalsuite.images import (
     LIMIT_OPTION,
     parse_max_image_pixels,
 )
+from evalsuite.metrics.omnidocbench.evaluation import OFFICIAL_VERSION as OMNIDOCBENCH_VERSIONS
 from evalsuite.plugin.server import SERVED_ENGINES, SERVED_MODELS, model_argument, plan_server
 from evalsuite.records.metadata import git_label
 from evalsuite.records.results import RESULTS_FILE
@@ -150,6 +151,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption("--num-articles", default=None, help="QuALITY: articles to use")
     group.addoption(
+        "--omnidocbench-version",
+        default=None,
+        metavar="V[,V]",
+        help="OmniDocBench: the official evaluation version(s) to score by, e.g. 1.5 or 1.0,1.5 "
+        "(default: the data's release; every version for a set that is no release)",
+    )
+    group.addoption(
         "--questions-per-article", default=None, help="QuALITY: questions per article"
     )
     group.addoption(
@@ -228,6 +236,9 @@ class SuiteOptions:
     resume: Path | None = None
     """--resume: the folder of the run that died, whose answers this run reuses."""
     num_articles: int | None = None
+    omnidocbench_versions: tuple[str, ...] | None = None
+    """--omnidocbench-version: the OmniDocBench evaluation versions to score by (None: the
+    benchmark's default)."""
     questions_per_article: int | None = None
     pages_dir: Path | None = None
     pages_dpi: float = PAGES_DPI_DEFAULT
@@ -308,6 +319,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         run_name=_run_name(option("--run-name")),
         resume=_resume_dir(option("--resume"), _path(option("--report-dir"), root / "reports")),
         num_articles=_count(option("--num-articles"), "--num-articles"),
+        omnidocbench_versions=_omnidocbench_versions(option("--omnidocbench-version")),
         questions_per_article=_count(
             option("--questions-per-article"), "--questions-per-article"
         ),
@@ -459,6 +471,17 @@ def _dpi(value: str) -> float:
     if not 18 <= number <= 1200:
         raise pytest.UsageError(f"--pages-dpi {value!r}: expected dots per inch, 18 to 1200")
     return number
+
+
+def _omnidocbench_versions(value: str | None) -> tuple[str, ...] | None:
+    """``1.0,v1.5`` -> ("1.0", "1.5"), each one the suite scores."""
+    names = _names(value)
+    if names is None:
+        return None
+    versions = tuple(dict.fromkeys(name.removeprefix("v") for name in names))
+    for version in versions:
+        _choice(version, "--omnidocbench-version", tuple(OMNIDOCBENCH_VERSIONS))
+    return versions
 
 
 def _names(value: str | None) -> tuple[str, ...] | None:

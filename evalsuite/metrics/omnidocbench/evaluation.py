@@ -1,33 +1,49 @@
 """A whole OmniDocBench end-to-end evaluation: ground-truth pages plus one markdown prediction
-per page in, per-page figures and the official aggregates out (v1.0 rules throughout).
+per page in, per-page figures and the official aggregates out, by the rules of version 1.0
+(895837f) or 1.5 (0f22218) (:mod:`.versions`).
 
 - Prediction files are looked up as the official code does, first match wins: ``<stem>.md``,
   ``<stem less ".pdf">.mmd``, ``<stem less ".pdf">.md``, ``<image name>.md`` (stem: the image
   name less its last 4 characters).
-- A page without a prediction is **skipped**, as v1.0 skips it: it has no sample anywhere (its
-  attributes still count as known pages). :attr:`Evaluation.missing` lists them.
+- A page without a prediction is **skipped**, as both versions skip it: it has no sample
+  anywhere (its attributes still count as known pages). :attr:`Evaluation.missing` lists them.
 - The table format (HTML or LaTeX predictions) is decided once for the run
-  (:func:`.page.choose_table_format`), as v1.0 does.
+  (:func:`.page.run_samples`; always HTML in v1.5).
+- CDM (v1.5's display-formula metric) is computed only through the ``formula_cdm`` hook of
+  :func:`evaluate_pages`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.metrics.cdm import cdm_scores, ensure_toolchain
+from evalsuite.metrics.cdm.toolchain import default_cache_dir
 from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.page import (
+    ElementSample,
     PageMatches,
-    choose_table_format,
     match_page,
-    page_values,
+    run_samples,
+    values_by_page,
 )
-from evalsuite.metrics.omnidocbench.summary import ELEMENTS, overall_table, summarize
+from evalsuite.metrics.omnidocbench.summary import overall_table, summarize
+from evalsuite.metrics.omnidocbench.versions import RULES, rules_for
 
-OFFICIAL_VERSION = "OmniDocBench v1.0 end-to-end evaluation (opendatalab/OmniDocBench 895837f)"
+OFFICIAL_VERSION = {version: rules.label for version, rules in RULES.items()}
+"""Per implemented version, the evaluation it reproduces (``OmniDocBench v1.5 end-to-end
+evaluation (opendatalab/OmniDocBench 0f22218)``)."""
+
+FormulaCdm = Callable[[list[tuple[str, str]]], list[dict[str, float]]]
+"""A CDM scorer: (ground truth, prediction) pairs, prepared as :func:`cdm_pair` does, to one
+``{"F1_score", "recall", "precision"}`` per pair (only ``F1_score`` is read)."""
 PAGE_FIELDS = {
     "text_block_edit_dist": "text_block_edit",
     "display_formula_edit_dist": "display_formula_edit",
@@ -43,18 +59,24 @@ PAGE_FIELDS = {
 class Evaluation:
     """``pages``: per scored page (by image stem) its figures, None where the page has no
     sample of that element; ``result``: the official metric result (:func:`.summary.summarize`);
-    ``overall``: the official "Overall" table or None; ``missing``: image names without a
-    prediction; ``table_format``: the run's table format."""
+    ``overall``: v1.0's "Overall" table (None in v1.5, or when an element has no page figures);
+    ``missing``: image names without a prediction; ``table_format``: the run's table format;
+    ``version``/``commit``: the official evaluation reproduced; ``leaderboard``: v1.5's
+    overall (:func:`leaderboard_overall`), None in v1.0."""
 
     pages: dict[str, dict[str, float | None]]
     result: dict[str, dict[str, Any]]
     overall: dict[str, Any] | None
     missing: list[str]
     table_format: str
+    version: str = "1.0"
+    commit: str = RULES["1.0"].commit
+    leaderboard: dict[str, Any] | None = None
 
     def headline(self) -> dict[str, Any]:
-        """The run's figures under the suite's names: each element's ``all`` value and the
-        per-language overall edit distances (None where the official value is missing)."""
+        """The run's figures under the suite's names: each element's ``all`` value, then v1.0's
+        per-language overall edit distances or v1.5's formula CDM and leaderboard overall (None
+        where the official value is missing)."""
         def value(element: str, metric: str, key: str) -> Any:
             found = self.result[element]["all"].get(metric, {}).get(key)
             return None if found == "NaN" else found
@@ -67,20 +89,35 @@ class Evaluation:
             "table_edit_dist": value("table", "Edit_dist", "ALL_page_avg"),
             "reading_order_edit_dist": value("reading_order", "Edit_dist", "ALL_page_avg"),
         }
-        for language in ("EN", "CH"):
-            figures[f"overall_{language}"] = (self.overall or {}).get(f"overall_{language}")
+        if self.version == "1.0":
+            for language in ("EN", "CH"):
+                figures[f"overall_{language}"] = (self.overall or {}).get(f"overall_{language}")
+        else:
+            figures["display_formula_cdm"] = value("display_formula", "CDM", "all")
+            figures["overall"] = (self.leaderboard or {}).get("overall")
         return figures
 
     def to_json(self) -> dict[str, Any]:
-        """``{"pages", "overall", "official", "missing_predictions", "table_format"}`` with
-        NaN written as null (the official files write the non-JSON literal ``NaN``)."""
+        """``{"version", "commit", "pages", "overall", "official", "missing_predictions",
+        "table_format"}`` with NaN written as null (the official files write the non-JSON
+        literal ``NaN``); ``overall``: v1.0: :meth:`headline` (with the per-language overall
+        edit distances); v1.5: the leaderboard overall with its parts
+        (:func:`leaderboard_overall`) and ``figures``: :meth:`headline` beside."""
+        extra = {} if self.version == "1.0" else {"figures": self.headline()}
         return _without_nan({
+            "version": self.version,
+            "commit": self.commit,
             "pages": self.pages,
-            "overall": self.headline(),
+            **extra,
+            "overall": self.headline() if self.version == "1.0" else self.leaderboard,
             "official": self.result,
             "missing_predictions": self.missing,
             "table_format": self.table_format,
         })
+
+
+class PredictionNotText(EvalsuiteError, ValueError):
+    """A prediction file that is not UTF-8 text."""
 
 
 def _without_nan(tree: Any) -> Any:
@@ -105,23 +142,138 @@ def prediction_path(folder: Path, image: str) -> Path | None:
 
 def predictions_in(folder: Path) -> Callable[[str], str | None]:
     """The reader of ``folder``'s predictions for :func:`evaluate_pages`: a page's markdown by
-    :func:`prediction_path`, None when it has none."""
+    :func:`prediction_path`, None when it has none.
+
+    Raises (when reading):
+        PredictionNotText: a prediction file is not UTF-8."""
 
     def read(image: str) -> str | None:
         path = prediction_path(folder, image)
-        return None if path is None else path.read_text(encoding="utf-8")
+        if path is None:
+            return None
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise PredictionNotText(f"prediction {path} is not UTF-8 text ({error.reason} at "
+                                    f"byte {error.start}); save it as UTF-8") from None
 
     return read
+
+
+def cdm_hook(version: str, *, workers: int | None = None) -> FormulaCdm | None:
+    """``version``'s CDM (:func:`evalsuite.metrics.cdm.cdm_scores`) as :func:`evaluate_pages`
+    takes it; None for v1.0, which has no CDM. The toolchain is checked now, before any page.
+
+    Raises:
+        CdmToolchainMissingError: a program CDM needs is absent (names the install command)."""
+    if version == "1.0":
+        return None
+    ensure_toolchain(version)
+    cache_dir = default_cache_dir()
+
+    def score(pairs: list[tuple[str, str]]) -> list[dict[str, float]]:
+        return [{"F1_score": s.F1_score, "recall": s.recall, "precision": s.precision}
+                for s in cdm_scores(pairs, version=version, workers=workers,
+                                    cache_dir=cache_dir)]
+
+    return score
+
+
+def cdm_pair(gt: str, pred: str) -> tuple[str, str]:
+    """A display-formula sample as v1.5 hands it to CDM (``_process_single_cdm_sample``): both
+    sides lose leading and trailing ``$`` then whitespace, twice; the prediction is first cut
+    to what follows its last ```` ```latex ```` and precedes the next ```` ``` ````."""
+    pred = pred.split("```latex")[-1].split("```")[0]
+    return _unwrap_dollars(gt), _unwrap_dollars(pred)
+
+
+def _unwrap_dollars(latex: str) -> str:
+    for _ in range(2):  # "$$" then "$" officially: each strips every leading/trailing "$"
+        latex = latex.lstrip("$").rstrip("$").strip()
+    return latex
+
+
+def _with_cdm(samples: list[ElementSample], formula_cdm: FormulaCdm) -> list[ElementSample]:
+    scores = formula_cdm([cdm_pair(str(sample.gt), str(sample.pred)) for sample in samples])
+    if len(scores) != len(samples):
+        raise ValueError(f"the CDM scorer gave {len(scores)} results for {len(samples)} pairs")
+    return [replace(sample, cdm=score["F1_score"]) for sample, score in zip(samples, scores,
+                                                                           strict=True)]
+
+
+def leaderboard_overall(result: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """v1.5's leaderboard overall (``tools/generate_result_tables.ipynb`` at 0f22218, cell 1):
+    ``((1 - text) * 100 + cdm + teds) / 3`` with ``text`` = ``text_block.all.Edit_dist.
+    ALL_page_avg``, ``cdm`` = ``display_formula.page.CDM.ALL`` x 100, ``teds`` =
+    ``table.page.TEDS.ALL`` x 100, each rounded to 3 decimals first (``DataFrame.round(3)``).
+
+    ``overall`` is None without CDM or without a text or table figure (the notebook counts a
+    missing CDM or TEDS as 0); the parts are returned rounded, None where missing."""
+    def found(element: str, part: str, metric: str, key: str) -> float | None:
+        value = result[element][part].get(metric, {}).get(key)
+        return None if not isinstance(value, float) or math.isnan(value) else value
+
+    text = found("text_block", "all", "Edit_dist", "ALL_page_avg")
+    cdm = found("display_formula", "page", "CDM", "ALL")
+    teds = found("table", "page", "TEDS", "ALL")
+    parts = {
+        "text_block_edit_dist": None if text is None else float(np.round(text, 3)),
+        "display_formula_cdm": None if cdm is None else float(np.round(cdm * 100, 3)),
+        "table_teds": None if teds is None else float(np.round(teds * 100, 3)),
+    }
+    known = [value for value in parts.values() if value is not None]
+    overall = None
+    if len(known) == len(parts):
+        rounded_text, rounded_cdm, rounded_teds = known
+        overall = ((1 - rounded_text) * 100 + rounded_cdm + rounded_teds) / 3
+    return {"overall": overall, **parts}
+
+
+def score_page(
+    gt_page: Mapping[str, Any],
+    prediction: str,
+    *,
+    version: str = "1.0",
+    formula_cdm: FormulaCdm | None = None,
+) -> dict[str, float | None]:
+    """One page scored alone by ``version``'s evaluation: :data:`PAGE_FIELDS`' figures plus
+    ``display_formula_cdm``, the mean CDM F1 of the page's display formulas (None without
+    ``formula_cdm`` or formulas).
+
+    The page is its own run: the run-wide rules see this page only (the table format of v1.0;
+    in v1.5 a formula matched to text joins the text samples unless the page has none)."""
+    rules = rules_for(version)
+    page = match_page(gt_page, prediction, rules=rules)
+    _, samples = run_samples([page], rules)
+    if formula_cdm is not None and samples["display_formula"]:
+        samples["display_formula"] = _with_cdm(samples["display_formula"], formula_cdm)
+    values = values_by_page(samples, [page.image_name])[page.image_name]
+    figures: dict[str, float | None] = {field: values[key] for field, key in PAGE_FIELDS.items()}
+    cdm = [sample.cdm for sample in samples["display_formula"] if sample.cdm is not None]
+    figures["display_formula_cdm"] = sum(cdm) / len(cdm) if cdm else None
+    return figures
 
 
 def evaluate_pages(
     pages: Sequence[Mapping[str, Any]],
     predictions: Callable[[str], str | None],
     page_info: Mapping[str, Mapping[str, Any]],
+    *,
+    version: str = "1.0",
+    formula_cdm: FormulaCdm | None = None,
 ) -> Evaluation:
     """Score ``pages`` (ground-truth entries, in order) with ``predictions(image name)`` (None:
-    no prediction, the page is skipped); ``page_info``: every page's attributes by image name
-    (the whole ground truth, also when ``pages`` is a filtered part of it)."""
+    no prediction, the page is skipped) by the official evaluation of ``version`` ("1.0",
+    "1.5"); ``page_info``: every page's attributes by image name (the whole ground truth, also
+    when ``pages`` is a filtered part of it); ``formula_cdm``: v1.5's CDM scorer (None: no CDM
+    figures; v1.0 has none).
+
+    Raises:
+        ValueError: an unknown version, or ``formula_cdm`` with version "1.0".
+        MatchError: a page the official evaluation stops on."""
+    rules = rules_for(version)
+    if formula_cdm is not None and not rules.hybrid_match:
+        raise ValueError("CDM is part of the v1.5 evaluation only")
     matched: list[PageMatches] = []
     missing = []
     for page in pages:
@@ -131,18 +283,18 @@ def evaluate_pages(
             missing.append(name)
             continue
         try:
-            matched.append(match_page(page, text))
+            matched.append(match_page(page, text, rules=rules))
         except MatchError as error:
             raise MatchError(f"page {name}: {error} (the official evaluation stops on this "
                              "page too)") from error
-    table_format = choose_table_format(matched)
-    samples: dict[str, list[Any]] = {element: [] for element in ELEMENTS}
-    figures = {}
-    for page in matched:
-        for element in ELEMENTS:
-            samples[element] += (page.table_samples(table_format) if element == "table"
-                                 else page.elements[element])
-        values = page_values(page, table_format)
-        figures[page.image_name[:-4]] = {name: values[key] for name, key in PAGE_FIELDS.items()}
-    result = summarize(page_info, samples)
+    table_format, samples = run_samples(matched, rules)
+    if formula_cdm is not None:
+        samples["display_formula"] = _with_cdm(samples["display_formula"], formula_cdm)
+    values = values_by_page(samples, [page.image_name for page in matched])
+    figures = {name[:-4]: {field: page[key] for field, key in PAGE_FIELDS.items()}
+               for name, page in values.items()}
+    result = summarize(page_info, samples, rules, with_cdm=formula_cdm is not None)
+    if rules.hybrid_match:
+        return Evaluation(figures, result, None, missing, table_format, rules.version,
+                          rules.commit, leaderboard_overall(result))
     return Evaluation(figures, result, overall_table(result), missing, table_format)

@@ -12,6 +12,8 @@ the v1.0 evaluation code), element for element, positions and quirks included. O
 5. markdown tables, when at least two rows are found (the whole text is rewritten);
 6. code blocks ```` ```lang\\n…``` ````;
 7. ``\\title{}``, ``\\text{}``, ``\\section{}`` unwrapped; the rest split into paragraphs.
+
+v1.5 (0f22218) differs in step 1 and in formula whitespace (:func:`split_markdown`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from evalsuite.metrics.omnidocbench.normalize import (
     markdown_tables_to_html,
     strip_markdown_fences,
 )
+from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
 __all__ = ["CATEGORIES", "PredictedElement", "split_markdown"]
 
@@ -59,6 +62,7 @@ _HTML_TABLE_END = re.compile(r"</table>")
 _FORMULA = re.compile(r"\$\$(.*?)\$\$|\\\[(.*?)\\\]|\$(.*?)\$|\\\((.*?)\\\)", re.DOTALL)
 _DOLLAR_OR_PAREN_FORMULA = re.compile(r"\$\$(.*?)\$\$|\$(.*?)\$|\\\((.*?)\\\)", re.DOTALL)
 _CONVERTED_TABLE = re.compile(r"(<table.*?</table>)", re.DOTALL)
+_PAGE_TAGS = ("<html>", "</html>", "<body>", "</body>")
 _CODE_BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 _LATEX_WRAPPERS = tuple(
     re.compile(pattern, flags)
@@ -128,10 +132,11 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def _formula(match: re.Match[str]) -> tuple[str, str | None, bool]:
+def _formula(match: re.Match[str], rules: Rules) -> tuple[str, str | None, bool]:
     """(content, fine category, blanked?) of one formula match.
 
-    Rule: all whitespace is deleted (``str.split``); then, if a ``$$…$$``, ``$…$`` or ``\\(…\\)``
+    Rule: all whitespace is deleted (``str.split``; v1.5: the match is stripped and its lines
+    joined with one space); then, if a ``$$…$$``, ``$…$`` or ``\\(…\\)``
     is found in it: when the first found is a non-empty ``$$…$$`` each such span becomes
     ``\\[…\\]`` and the formula is display (blanked); otherwise each becomes ``\\[…\\]`` and the
     formula is inline (``fine_category`` ``"equation_inline"``, left in the text). A plain
@@ -139,7 +144,9 @@ def _formula(match: re.Match[str]) -> tuple[str, str | None, bool]:
 
     Quirk: ``\\[a$b$c\\]`` is inline, content ``\\[a\\[b\\]c\\]``; ``$$$$`` is inline ``\\[\\]``.
     """
-    compact = "".join(match.group(0).split())
+    whole = match.group(0)
+    compact = (" ".join(whole.strip().split("\n")) if rules.formula_lines_joined
+               else "".join(whole.split()))
     inner = _DOLLAR_OR_PAREN_FORMULA.search(compact)
     if inner is None:
         return compact, None, True
@@ -166,8 +173,10 @@ def _paragraph(text: str, position: tuple[int, int]) -> PredictedElement | None:
     return PredictedElement("text_all", text, position, "text_block")
 
 
-def split_markdown(markdown: str) -> dict[str, list[PredictedElement]]:
-    """Split one predicted page into elements by category, as v1.0's ``md_tex_filter`` does.
+def split_markdown(markdown: str, rules: Rules = V10) -> dict[str, list[PredictedElement]]:
+    """Split one predicted page into elements by category, as ``md_tex_filter`` of ``rules``'
+    version does (v1.5: more fences stripped, no symbol-run collapsing, ``<html>``/``<body>``
+    tags deleted before anything is taken, formulas keep their spaces).
 
     Returns every category of :data:`CATEGORIES` (the official ``defaultdict`` holds only those
     found and yields ``[]`` for the others), each list sorted by ``position[0]`` (ties in order of
@@ -189,7 +198,13 @@ def split_markdown(markdown: str) -> dict[str, list[PredictedElement]]:
     - after a markdown-table rewrite, a stray ``<table`` in the text pairs with the next
       ``</table>`` into one table.
     """
-    content = collapse_repeated_chars(strip_markdown_fences(_IMAGE.sub("", markdown)))
+    content = collapse_repeated_chars(
+        strip_markdown_fences(_IMAGE.sub("", markdown), rules.fence_languages),
+        rules.collapse_symbol_runs,
+    )
+    if rules.strip_page_tags:
+        for tag in _PAGE_TAGS:
+            content = content.replace(tag, "")
     found: list[PredictedElement] = []
 
     for start, table in _latex_tables(content):
@@ -202,7 +217,7 @@ def split_markdown(markdown: str) -> dict[str, list[PredictedElement]]:
         content = _blank(content, start, start + len(table))
 
     for match in _FORMULA.finditer(content):
-        formula, fine_category, blanked = _formula(match)
+        formula, fine_category, blanked = _formula(match, rules)
         found.append(PredictedElement("equation_isolated", formula, match.span(), fine_category))
         if blanked:
             content = _blank(content, *match.span())

@@ -18,11 +18,14 @@ for formulas, the raw strings for tables). The quick match:
 4. each group's edit is recomputed; leftover ground truth and leftover predictions are paired by a
    second Hungarian on raw distances with edit 1; rows sharing a prediction are merged; every
    ground-truth line not placed gets a row with an empty prediction.
+
+v1.5 (0f22218) matches text and display formulas together: :func:`match_hybrid`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -30,13 +33,19 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
+from bs4 import BeautifulSoup
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 from scipy.optimize import linear_sum_assignment
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.normalize import normalize_formula, normalize_text
+from evalsuite.metrics.omnidocbench.normalize import (
+    _Bs4v411TreeBuilder,
+    normalize_formula,
+    normalize_text,
+)
+from evalsuite.metrics.omnidocbench.versions import V10, V15, Rules
 
 __all__ = [
     "IGNORED_CATEGORIES",
@@ -46,9 +55,11 @@ __all__ = [
     "MatchError",
     "MatchTimeout",
     "MatchedRow",
+    "match_hybrid",
     "match_quick",
     "match_quick_or_simple",
     "match_simple",
+    "table_leftover_cells",
 ]
 
 LineType = Literal["text", "formula", "html_table", "latex_table"]
@@ -102,8 +113,10 @@ class GtItem:
     line: str
     shown: str
     category: str
-    position: int | str
+    position: int | float | str
     attribute: Mapping[str, Any]
+    kind: LineType = "text"
+    from_content: bool = False
 
     @classmethod
     def from_annotation(cls, item: Mapping[str, Any], line_type: LineType) -> GtItem:
@@ -125,6 +138,8 @@ class GtItem:
             category=item.get("fine_category_type") or item["category_type"],
             position=order if order else item.get("position", [""])[0],
             attribute=item.get("attribute", {}),
+            kind=line_type,
+            from_content=bool(content),
         )
 
 
@@ -182,31 +197,49 @@ class _Lines:
     pred_items: Sequence[PredictedElement]
 
 
-def _normalizer(line_type: LineType) -> Callable[[str], str]:
+def _normalizer(line_type: LineType, rules: Rules = V10) -> Callable[[str], str]:
     if line_type == "text":
         return normalize_text
     if line_type == "formula":
-        return normalize_formula
+        return lambda latex: normalize_formula(latex, rules)
     return str
+
+
+def _gt_kind(item: GtItem, line_type: LineType | None) -> LineType:
+    """How a ground-truth line is normalised: by the match's line type, or in the hybrid match
+    (``line_type`` None) by its own kind, a ``content`` kept raw."""
+    if line_type is not None:
+        return line_type
+    return "html_table" if item.from_content else item.kind
+
+
+def _pred_kind(element: PredictedElement, line_type: LineType | None) -> LineType:
+    """How a predicted line is normalised: by the match's line type, or in the hybrid match by
+    its category (text, formula, anything else raw)."""
+    if line_type is not None:
+        return line_type
+    categories: dict[str, LineType] = {"text_all": "text", "equation_isolated": "formula"}
+    return categories.get(element.category, "html_table")
 
 
 def _lines(
     gt_items: Sequence[GtItem],
     pred_items: Sequence[PredictedElement],
-    line_type: LineType,
+    line_type: LineType | None,
     deadline: _Deadline,
+    rules: Rules = V10,
 ) -> _Lines:
-    normalize = _normalizer(line_type)
+    """The filtered lines; ``line_type`` None: the hybrid match (each item by its kind)."""
     gt: list[tuple[str, str, str]] = []
     for item in gt_items:
         deadline.check()
-        norm = normalize(item.line)
+        norm = _normalizer(_gt_kind(item, line_type), rules)(item.line)
         if item.shown and norm:
             gt.append((item.shown, norm, item.category))
     pred: list[tuple[str, str]] = []
     for element in pred_items:
         deadline.check()
-        norm = normalize(element.content)
+        norm = _normalizer(_pred_kind(element, line_type), rules)(element.content)
         if element.content and norm:
             pred.append((element.content, norm))
     return _Lines(
@@ -264,10 +297,13 @@ def _cost_matrix(norm_gt: list[str], norm_pred: list[str]) -> np.ndarray:
 def match_simple(
     gt_items: Sequence[GtItem],
     pred_items: Sequence[PredictedElement],
-    line_type: LineType,
+    line_type: LineType | None,
     img_id: str,
+    rules: Rules = V10,
 ) -> list[MatchedRow]:
-    """v1.0 ``match_gt2pred_simple``: one Hungarian assignment on the normalised-distance matrix.
+    """v1.0 ``match_gt2pred_simple``: one Hungarian assignment on the normalised-distance matrix
+    (``line_type`` None: lines normalised by kind, as v1.5's hybrid fallback does; formulas by
+    ``rules``).
 
     Rows: one per ground-truth line in order (edit = its cost, or 1 with an empty prediction when
     unassigned), then one row joining every unassigned prediction (``gt_idx ("",)``, edit 1).
@@ -275,7 +311,7 @@ def match_simple(
     ``pred_position`` ``""`` (``if pred_idx`` is falsy for 0); without ground truth all
     predictions form one row; without either, the official code raises (:class:`MatchError`).
     """
-    lines = _lines(gt_items, pred_items, line_type, _Deadline(None))
+    lines = _lines(gt_items, pred_items, line_type, _Deadline(None), rules)
     n_gt, n_pred = len(lines.norm_gt), len(lines.norm_pred)
     if not n_gt:
         if not n_pred:
@@ -340,19 +376,40 @@ def match_quick(
     if len(norm_gt) == 1 and len(norm_pred) == 1:
         return [_row(lines, (0,), (0,), _distance_ratio(norm_gt[0], norm_pred[0]), img_id)]
 
-    columns, cost = _merge_split_predictions(norm_gt, norm_pred, deadline)
+    return [
+        _row(lines, gt_idx, pred_idx, edit, img_id)
+        for gt_idx, pred_idx, edit in _quick_groups(norm_gt, norm_pred, deadline, V10)
+    ]
+
+
+_Group = tuple[tuple[int, ...], tuple[int, ...], float]
+
+
+def _quick_groups(
+    norm_gt: list[str],
+    norm_pred: list[str],
+    deadline: _Deadline,
+    rules: Rules,
+    gt_categories: Sequence[str] = (),
+) -> list[_Group]:
+    """Steps 1-4 of the quick match (module docstring): (gt lines, predictions, edit) rows.
+
+    ``gt_categories`` (one per line) is read only where ``rules.formulas_found_in_text`` is
+    False: step 3 then skips display formulas (``equation_isolated``)."""
+    columns, cost = _merge_split_predictions(norm_gt, norm_pred, deadline, rules.max_run)
     matches, unmatched_gt = _assign(cost, columns)
+    searched = [
+        i for i in unmatched_gt
+        if rules.formulas_found_in_text or gt_categories[i] != "equation_isolated"
+    ]
     contained = {
         j: found
         for j, pred in enumerate(norm_pred)
-        if (found := [i for i in unmatched_gt if _window_match(pred, norm_gt[i], deadline)])
+        if (found := [i for i in searched if _window_match(pred, norm_gt[i], deadline)])
     }
     groups = _group_by_prediction(matches, contained)
-    entries = _entries(groups, norm_gt, norm_pred)
-    return [
-        _row(lines, gt_idx, pred_idx, edit, img_id)
-        for gt_idx, pred_idx, edit in _merge_duplicates(entries, len(norm_gt))
-    ]
+    entries = _entries(groups, norm_gt, norm_pred, rules)
+    return _merge_duplicates(entries, len(norm_gt), rules)
 
 
 def match_quick_or_simple(
@@ -362,8 +419,11 @@ def match_quick_or_simple(
     img_id: str,
     *,
     timeout_s: float | None = QUICK_MATCH_TIMEOUT_S,
+    rules: Rules = V10,
 ) -> tuple[list[MatchedRow], bool]:
     """The quick match under v1.0's time limit, else the simple match; returns (rows, timed out).
+    With ``rules.hybrid_match`` (v1.5): :func:`match_hybrid` (``line_type`` unread), its
+    fallback the simple match of the items each normalised by its kind.
 
     Rule (``process_get_matched_elements``, text only): ``func_timeout(30, match_gt2pred_quick)``,
     falling back to :func:`match_simple` on timeout. The limit is wall-clock time, so which
@@ -373,17 +433,22 @@ def match_quick_or_simple(
     computations (``func_timeout`` interrupts anywhere between bytecodes), so one long C call
     can overrun it.
     """
+    hybrid = rules.hybrid_match
     try:
+        if hybrid:
+            return match_hybrid(gt_items, pred_items, img_id, timeout_s=timeout_s,
+                                rules=rules), False
         return match_quick(gt_items, pred_items, line_type, img_id, timeout_s=timeout_s), False
     except MatchTimeout:
-        return match_simple(gt_items, pred_items, line_type, img_id), True
+        return match_simple(gt_items, pred_items, None if hybrid else line_type, img_id,
+                            rules), True
 
 
 # --- step 1: predictions split into several ----------------------------------------------------
 
 
 def _merge_split_predictions(
-    norm_gt: list[str], norm_pred: list[str], deadline: _Deadline
+    norm_gt: list[str], norm_pred: list[str], deadline: _Deadline, max_run: int | None = None
 ) -> tuple[list[int | list[int]], np.ndarray]:
     """``deal_with_truncated``: the columns (a prediction index, or a list of consecutive ones
     joined with ``" "``) and their cost matrix.
@@ -404,7 +469,7 @@ def _merge_split_predictions(
         runs = []
         for start in free_preds:
             deadline.check()
-            stop = start + _grow_span(gt, norm_pred, start, masked_pred, deadline)
+            stop = start + _grow_span(gt, norm_pred, start, masked_pred, deadline, max_run)
             runs.append(
                 (list(range(start, stop)), _distance_ratio(gt, " ".join(norm_pred[start:stop])))
             )
@@ -427,14 +492,24 @@ def _merge_split_predictions(
 
 
 def _grow_span(
-    gt: str, norm_pred: list[str], start: int, masked_pred: set[int], deadline: _Deadline
+    gt: str,
+    norm_pred: list[str],
+    start: int,
+    masked_pred: set[int],
+    deadline: _Deadline,
+    max_run: int | None,
 ) -> int:
     """How many consecutive predictions from ``start`` form one run for ``gt``.
 
-    Rule: add the next prediction (not masked, not past the end) while :func:`_judge_merge`
-    accepts it; stop after adding one that makes the run longer than ``gt``."""
+    Rule: add the next prediction (not masked, not past the end, the run shorter than
+    ``max_run`` when given) while :func:`_judge_merge` accepts it; stop after adding one that
+    makes the run longer than ``gt``."""
     length = 1
-    while start + length not in masked_pred and start + length < len(norm_pred):
+    while (
+        (max_run is None or length < max_run)
+        and start + length not in masked_pred
+        and start + length < len(norm_pred)
+    ):
         accept, go_on = _judge_merge(gt, norm_pred[start : start + length + 1], deadline)
         if not accept:
             break
@@ -596,11 +671,14 @@ def _group_edit(
 
 
 def _entries(
-    groups: dict[tuple[int, ...], list[int]], norm_gt: list[str], norm_pred: list[str]
+    groups: dict[tuple[int, ...], list[int]],
+    norm_gt: list[str],
+    norm_pred: list[str],
+    rules: Rules,
 ) -> list[_Entry]:
     """``convert_final_matches``: (gt line or None, prediction key, edit) per placed line, then
-    the leftovers (second Hungarian on raw distances, edit 1; or one row of all leftover
-    predictions; or one row per leftover line)."""
+    the leftovers (second Hungarian on raw distances, v1.5: on normalised distances, edit 1; or
+    one row of all leftover predictions; or one row per leftover line)."""
     entries: list[_Entry] = []
     for key, gt_lines in groups.items():
         lines = sorted(set(gt_lines))
@@ -611,7 +689,8 @@ def _entries(
     left_pred = set(range(len(norm_pred))) - {j for key in groups for j in key}
     if left_pred and left_gt:
         gts, preds = list(left_gt), list(left_pred)
-        distances = [[Levenshtein.distance(norm_gt[i], norm_pred[j]) for j in preds] for i in gts]
+        distance = _distance_ratio if rules.hybrid_match else Levenshtein.distance
+        distances = [[distance(norm_gt[i], norm_pred[j]) for j in preds] for i in gts]
         rows, cols = linear_sum_assignment(distances)
         entries.extend(
             (gts[r], (preds[c],), 1) for r, c in zip(rows.tolist(), cols.tolist(), strict=True)
@@ -623,13 +702,12 @@ def _entries(
     return entries
 
 
-def _merge_duplicates(
-    entries: list[_Entry], n_gt: int
-) -> list[tuple[tuple[int, ...], tuple[int, ...], float]]:
+def _merge_duplicates(entries: list[_Entry], n_gt: int, rules: Rules) -> list[_Group]:
     """``merge_duplicates_add_unmatched``: one row per prediction key (its lines in entry order,
-    the first entry's edit), then the entries without prediction, then a row with edit 1 for
-    every line not in a key-row (which repeats those entries: the duplicated-row quirk)."""
-    rows: list[tuple[tuple[int, ...], tuple[int, ...], float]] = []
+    the first entry's edit), then (v1.0 only) the entries without prediction, then a row with
+    edit 1 for every line not in a key-row (in v1.0 repeating those entries: the
+    duplicated-row quirk)."""
+    rows: list[_Group] = []
     keys_done: set[tuple[int, ...]] = set()
     lines_done: set[int | None] = set()
     for k, (i, key, edit) in enumerate(entries):
@@ -641,6 +719,175 @@ def _merge_duplicates(
         lines_done.update(lines)
         keys_done.add(key)
         rows.append((tuple(line for line in lines if line is not None), key, edit))
-    rows.extend(((i,), (), edit) for i, _, edit in entries if i not in lines_done and i is not None)
+    if not rules.hybrid_match:
+        rows.extend(
+            ((i,), (), edit) for i, _, edit in entries if i not in lines_done and i is not None
+        )
     rows.extend(((i,), (), 1) for i in range(n_gt) if i not in lines_done)
     return rows
+
+
+# --- v1.5: the hybrid match -------------------------------------------------------------------
+
+_ARRAY = re.compile(r"\\begin\{array\}\{(?P<spec>[^}]*)\}(?P<body>.*?)\\end\{array\}", re.DOTALL)
+_ARRAY_SPEC_NOISE = (re.compile(r"\s+|\|"), re.compile(r"@{[^}]*}"), re.compile(r"!{[^}]*}"))
+_ARRAY_ROW_BREAK = re.compile(r"\\\\")
+_CDOT_FORMULA = re.compile(r"\$\\cdot\$")
+
+
+def _array_rows(latex: str) -> tuple[re.Match[str], list[str]] | None:
+    """The first ``array`` of ``latex`` and its non-empty stripped rows, when its column spec is
+    one ``l``, ``c`` or ``r`` once spaces, ``|``, ``@{…}`` and ``!{…}`` are deleted, else None
+    (``is_all_l``: multi-column arrays, matrices, stay whole)."""
+    found = _ARRAY.search(latex)
+    if found is None:
+        return None
+    spec = found.group("spec")
+    for noise in _ARRAY_SPEC_NOISE:
+        spec = noise.sub("", spec)
+    if spec not in ("l", "c", "r"):
+        return None
+    rows = [row.strip() for row in _ARRAY_ROW_BREAK.split(found.group("body")) if row.strip()]
+    return found, rows
+
+
+def _split_gt_arrays(items: Sequence[GtItem]) -> list[GtItem]:
+    """``split_gt_equation_arrays``: a ground-truth formula holding a one-column ``array`` becomes
+    one formula ``\\[row\\]`` per row, ordered ``order + k/10`` (rounded to 1 decimal).
+    Deviation: a formula without ``order`` counts as order 0 (the official code raises)."""
+    out: list[GtItem] = []
+    for item in items:
+        is_formula = item.kind == "formula" and not item.from_content
+        split = _array_rows(item.line) if is_formula and "\\begin{array" in item.line else None
+        if split is None:
+            out.append(item)
+            continue
+        base = float(item.position or 0)
+        out += [replace(item, line=f"\\[{row}\\]", shown=f"\\[{row}\\]",
+                        position=round(base + k / 10, 1))
+                for k, row in enumerate(split[1], start=1)]
+    return out
+
+
+def _split_pred_arrays(elements: Sequence[PredictedElement]) -> list[PredictedElement]:
+    """``split_equation_arrays``: a predicted formula holding a one-column ``array`` becomes one
+    formula ``\\[row\\]`` per row, positioned at the row's first and last character in the page
+    (the row found from the end of the previous one)."""
+    out: list[PredictedElement] = []
+    for element in elements:
+        split = (_array_rows(element.content)
+                 if element.category == "equation_isolated" and "\\begin{array" in element.content
+                 else None)
+        if split is None:
+            out.append(element)
+            continue
+        found, rows = split
+        body, cursor = found.group("body"), 0
+        for row in rows:
+            at = body.find(row, cursor)
+            at = cursor if at == -1 else at
+            cursor = at + len(row)
+            start = element.position[0] + found.start("body") + at
+            out.append(replace(element, content=f"\\[{row}\\]",
+                               position=(start, start + len(row) - 1)))
+    return out
+
+
+def _stacked_formulas(parts: list[str]) -> str:
+    """Several matched formulas as one: ``\\begin{array}{l} {a} \\\\ {b} \\end{array}``, each
+    part stripped of ``$`` then newlines at both ends."""
+    rows = " \\\\ ".join("{" + part.strip("$").strip("\n") + "}" for part in parts)
+    return "\\begin{array}{l} " + rows + " \\end{array}"
+
+
+def match_hybrid(
+    gt_items: Sequence[GtItem],
+    pred_items: Sequence[PredictedElement],
+    img_id: str,
+    *,
+    timeout_s: float | None = None,
+    rules: Rules = V15,
+) -> list[MatchedRow]:
+    """v1.5 ``match_gt2pred_quick`` on a page's text and display-formula ground truth against
+    its predicted text, formulas and unmatched-table cells (``gt_items`` in reading order, each
+    of kind ``"text"`` or ``"formula"``).
+
+    Rules: one-column ``array`` formulas are split into rows on both sides; predictions are
+    ordered by start, inline formulas last; each line is normalised by its kind (text, formula,
+    else raw). Shortcuts as :func:`match_quick`. Otherwise predictions within cost < 0.25 of an
+    ignored ground-truth line (:data:`IGNORED_CATEGORIES`) are taken by those lines and left
+    out; the other lines and predictions go through the v1.0 quick-match steps, except that the
+    leftover Hungarian uses normalised distances and no leftover line is repeated. A row of
+    several formulas shows them stacked (:func:`_stacked_formulas`) on that side. Row indices
+    are into the page's filtered lines.
+
+    Left out, as they are never scored: the rows of the ignored lines (v1.5 drops them with all
+    ignored-category rows) and a row without ground truth whose first prediction is an inline
+    formula (v1.5 removes it).
+
+    Raises:
+        MatchTimeout: ``timeout_s`` passed.
+    """
+    deadline = _Deadline(timeout_s)
+    gt_items = _split_gt_arrays(gt_items)
+    ordered = sorted(enumerate(pred_items), key=lambda pair: (
+        pair[1].fine_category == "equation_inline", pair[1].position[0], pair[0]))
+    pred_items = _split_pred_arrays([element for _, element in ordered])
+    lines = _lines(gt_items, pred_items, None, deadline, rules)
+    norm_gt, norm_pred = lines.norm_gt, lines.norm_pred
+    if not norm_gt:
+        return [_row(lines, (), (j,), 1, img_id) for j in range(len(norm_pred))]
+    if not norm_pred:
+        return [_row(lines, (i,), (), 1, img_id) for i in range(len(norm_gt))]
+    if len(norm_gt) == 1 and len(norm_pred) == 1:
+        return [_row(lines, (0,), (0,), _distance_ratio(norm_gt[0], norm_pred[0]), img_id)]
+
+    ignored = [i for i, category in enumerate(lines.gt_category) if category in IGNORED_CATEGORIES]
+    taken: set[int] = set()
+    if ignored:
+        cost = _cost_matrix([norm_gt[i] for i in ignored], norm_pred)
+        taken = set(np.argwhere(cost < MASK_COST)[:, 1].tolist())
+    kept_gt = [i for i in range(len(norm_gt)) if i not in set(ignored)]
+    kept_pred = [j for j in range(len(norm_pred)) if j not in taken]
+    if not kept_gt:
+        groups: list[_Group] = [((), tuple(range(len(kept_pred))), 1)] if kept_pred else []
+    elif not kept_pred:
+        groups = [((i,), (), 1) for i in range(len(kept_gt))]
+    else:
+        groups = _quick_groups([norm_gt[i] for i in kept_gt], [norm_pred[j] for j in kept_pred],
+                               deadline, rules)
+    rows = []
+    for gt_lines, preds, edit in groups:
+        gt_idx, pred_idx = [kept_gt[i] for i in gt_lines], [kept_pred[j] for j in preds]
+        row = _row(lines, gt_idx, pred_idx, edit, img_id)
+        if not gt_idx and row.pred_category_type == "equation_inline":
+            continue
+        if row.gt_category_type == "equation_isolated" and len(gt_idx) > 1:
+            row = replace(row, gt=_stacked_formulas([lines.gt[i] for i in gt_idx]))
+        if "equation" in row.pred_category_type and len(pred_idx) > 1:
+            row = replace(row, pred=_stacked_formulas([lines.pred[j] for j in pred_idx]))
+        rows.append(row)
+    return rows
+
+
+def table_leftover_cells(
+    rows: Sequence[MatchedRow], pred_items: Sequence[PredictedElement]
+) -> list[PredictedElement]:
+    """v1.5: the cells of the predicted tables no ground-truth table took (``match_gt2pred_simple``
+    on tables), as text for the hybrid match.
+
+    Rule: only when some row has a ground truth; for each leftover table, each ``<td>`` whose
+    content is a single string (bs4 ``.string``, parsed as bs4 4.11.1's ``html.parser``), with
+    ``$\\cdot$`` deleted and stripped, becomes a ``text_all`` element with the table's position
+    and fine category. LaTeX tables have no ``<td>``, so give nothing."""
+    if not any(row.gt_idx != ("",) for row in rows):
+        return []
+    leftover = [j for row in rows if row.gt_idx == ("",) for j in row.pred_idx]
+    cells = []
+    for j in leftover:
+        table = pred_items[int(j)]
+        soup = BeautifulSoup(table.content, builder=_Bs4v411TreeBuilder)
+        cells += [replace(table, category="text_all",
+                          content=_CDOT_FORMULA.sub("", cell.string).strip())
+                  for cell in soup.find_all("td") if cell.string]
+    return cells

@@ -9,6 +9,8 @@ at 895837f (the v1.0 evaluation code), output for output, quirks included:
   ``normalized_html_table``) and :func:`latex_table_to_html` (LaTeXML, ``normalized_latex_table``);
 - the raw markdown clean-up of :mod:`.extract`: :func:`strip_markdown_fences`,
   :func:`collapse_repeated_chars`, :func:`markdown_tables_to_html`.
+
+v1.5's changes (0f22218) are switches of :class:`.versions.Rules` taken by these functions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from bs4 import BeautifulSoup
@@ -26,6 +29,7 @@ from bs4.builder._htmlparser import BeautifulSoupHTMLParser, HTMLParserTreeBuild
 from pylatexenc.latex2text import LatexNodes2Text
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
 __all__ = [
     "LatexmlUnavailable",
@@ -33,6 +37,7 @@ __all__ = [
     "inline_math_to_unicode",
     "keep_word_chars",
     "latex_table_to_html",
+    "latex_to_text_or_none",
     "markdown_tables_to_html",
     "normalize_formula",
     "normalize_html_table",
@@ -48,19 +53,21 @@ class LatexmlUnavailable(EvalsuiteError, RuntimeError):
 
 # --- markdown clean-up ------------------------------------------------------------------------
 
-_FENCE_OPEN = re.compile(r"^```markdown\n?", re.MULTILINE)
 _FENCE_CLOSE = re.compile(r"```\n?$", re.MULTILINE)
 
 
-def strip_markdown_fences(text: str) -> str:
-    """Delete every ```` ```markdown ```` at a line start (with its newline) and every
+def strip_markdown_fences(text: str, languages: tuple[str, ...] = ("markdown",)) -> str:
+    """Delete every ```` ```<language> ```` at a line start (with its newline), for each of
+    ``languages`` in turn (v1.0: ``markdown``; v1.5 adds ``html``, ``latex``), then every
     ```` ``` ```` ending a line (with its newline if the next line is empty)
     (``remove_markdown_fences``).
 
     Quirk: the second rule also deletes the closing fence of any code block that ends its line,
     so such a block is no longer a code block for :func:`.extract.split_markdown`.
     """
-    return _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", text))
+    for language in languages:
+        text = re.sub(f"^```{re.escape(language)}\\n?", "", text, flags=re.MULTILINE)
+    return _FENCE_CLOSE.sub("", text)
 
 
 _RUN_OF_UNDERSCORES = re.compile(r"_{4,}")
@@ -68,15 +75,16 @@ _RUN_OF_SPACES = re.compile(r" {4,}")
 _RUN_OF_SYMBOLS = re.compile(r"([^a-zA-Z0-9])\1{10,}")
 
 
-def collapse_repeated_chars(text: str) -> str:
-    """Shorten runs: 4+ ``_`` to 4, 4+ spaces to 4, then 11+ of any other character outside
-    ``[a-zA-Z0-9]`` to 4 (``replace_repeated_chars``; the last rule is v1.0 only).
+def collapse_repeated_chars(text: str, symbol_runs: bool = True) -> str:
+    """Shorten runs: 4+ ``_`` to 4, 4+ spaces to 4, then, if ``symbol_runs`` (v1.0; v1.5 drops
+    the rule), 11+ of any other character outside ``[a-zA-Z0-9]`` to 4
+    (``replace_repeated_chars``).
 
     Quirk: "any other character" includes newlines, CJK characters and non-ASCII digits.
     """
     text = _RUN_OF_UNDERSCORES.sub("____", text)
     text = _RUN_OF_SPACES.sub("    ", text)
-    return _RUN_OF_SYMBOLS.sub(r"\1\1\1\1", text)
+    return _RUN_OF_SYMBOLS.sub(r"\1\1\1\1", text) if symbol_runs else text
 
 
 # A markdown table as the official code sees it: from a "|" to the nearest "|" + newline, across
@@ -176,10 +184,21 @@ _ESCAPED_SYMBOL = re.compile(r"\\([\\_&%^])")
 _LATEX_MARKERS = ("\\", "^", "_")
 
 
-def inline_math_to_unicode(text: str) -> str:
+def latex_to_text_or_none(body: str) -> str | None:
+    """pylatexenc 3.0a30's ``LatexNodes2Text().latex_to_text(body)``, None where it raises."""
+    try:
+        return LatexNodes2Text().latex_to_text(body)
+    except Exception:  # the official code skips any span pylatexenc fails on
+        return None
+
+
+def inline_math_to_unicode(
+    text: str, convert: Callable[[str], str | None] = latex_to_text_or_none
+) -> str:
     """Replace each :data:`INLINE_MATH` span whose body holds ``\\``, ``^`` or ``_`` (once
-    ``\\\\ \\_ \\& \\% \\^`` are deleted from it) by pylatexenc's
-    ``LatexNodes2Text().latex_to_text(body).strip()`` (``textblock2unicode``).
+    ``\\\\ \\_ \\& \\% \\^`` are deleted from it) by ``convert(body).strip()``
+    (``textblock2unicode``); a span ``convert`` gives None for is left as it is. v1.0 and v1.5
+    convert with :func:`latex_to_text_or_none`.
 
     Quirks: the escaped symbols are deleted, not unescaped (``$a\\_b^2$`` converts ``ab^2``); a
     body ending in ``\\`` gets a space appended (pylatexenc 3.0a30 never returns on a trailing
@@ -195,9 +214,8 @@ def inline_math_to_unicode(text: str) -> str:
             continue
         if body.endswith("\\"):
             body += " "
-        try:
-            converted = LatexNodes2Text().latex_to_text(body)
-        except Exception:  # the official code skips any span pylatexenc fails on
+        converted = convert(body)
+        if converted is None:
             continue
         pieces += [text[done : match.start()], converted.strip()]
         done = match.end()
@@ -256,26 +274,32 @@ FORMULA_DELETED_STRINGS = (
 """Substrings :func:`normalize_formula` deletes, one after the other in this order."""
 
 
-def normalize_formula(latex: str) -> str:
-    """A display formula as v1.0 compares it (``normalized_formula``).
+def normalize_formula(latex: str, rules: Rules = V10) -> str:
+    """A display formula as ``rules``' version compares it (``normalized_formula``).
 
-    Rule: keep the stripped body of the first one-line ``\\[…\\]`` if any; delete ``\\tag{…}``,
-    ``\\hspace{…}``, ``\\begin{…}``, ``\\end{…}`` (up to the first ``}``) and ``\\arraycolsep`` up
-    to the next ``}``; strip ``.`` at both ends; delete :data:`FORMULA_DELETED_STRINGS` as plain
-    substrings; lower-case.
+    Rule (v1.0): keep the stripped body of the first one-line ``\\[…\\]`` if any; delete
+    ``\\tag{…}``, ``\\hspace{…}``, ``\\begin{…}``, ``\\end{…}`` (up to the first ``}``) and
+    ``\\arraycolsep`` up to the next ``}``; strip ``.`` at both ends; delete
+    :data:`FORMULA_DELETED_STRINGS` as plain substrings; lower-case.
 
     Quirks: ``$$`` delimiters and newlines are kept (ground truth stored as ``"$$\\n…\\n$$"``
     keeps them, only spaces go); deletions are substring deletions in order, so ``\\mathbfcal``
     leaves ``cal``, ``\\bmod`` leaves ``od``, ``\\textit`` leaves ``it``; a ``\\[…\\]`` spanning
     lines is not unwrapped.
+
+    v1.5 (``rules.formula_extra_deletions`` non-empty) first strips whitespace, then ``$``, then
+    newlines at both ends, and deletes those strings (``$$``, ``\\left``, ``\\right``,
+    ``\\displaystyle``, ``\\text``) after the others.
     """
+    if rules.formula_extra_deletions:
+        latex = latex.strip().strip("$").strip("\n")
     match = _DISPLAY_BODY.search(latex)
     if match:
         latex = match.group(1).strip()
     for pattern in _FORMULA_DELETIONS:
         latex = pattern.sub("", latex)
     latex = latex.strip(".")
-    for deleted in FORMULA_DELETED_STRINGS:
+    for deleted in (*FORMULA_DELETED_STRINGS, *rules.formula_extra_deletions):
         latex = latex.replace(deleted, "")
     return latex.lower()
 

@@ -7,11 +7,13 @@ ignored categories, reading order) and the per-sample metrics of ``metrics/cal_m
 (``Edit_dist`` with ``Edit_num``/``upper_len``, ``TEDS``) on the samples of the page.
 
 Cross-page rule kept out of :func:`match_page`: the table format of a run
-(:func:`choose_table_format`).
+(:func:`choose_table_format`). v1.5 (0f22218): the hybrid page match of
+:func:`_match_page_hybrid` and the run-wide rules of :func:`run_samples`.
 """
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,7 @@ from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any
 
+from pylatexenc.latex2text import LatexNodes2Text
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.omnidocbench.extract import split_markdown
@@ -32,9 +35,11 @@ from evalsuite.metrics.omnidocbench.match import (
     match_quick,
     match_quick_or_simple,
     match_simple,
+    table_leftover_cells,
 )
-from evalsuite.metrics.omnidocbench.normalize import normalize_table
+from evalsuite.metrics.omnidocbench.normalize import keep_word_chars, normalize_table
 from evalsuite.metrics.omnidocbench.summary import page_edit_distance
+from evalsuite.metrics.omnidocbench.versions import V10, Rules
 from evalsuite.metrics.tables import teds
 
 __all__ = [
@@ -46,6 +51,8 @@ __all__ = [
     "match_page",
     "page_blocks",
     "page_values",
+    "run_samples",
+    "values_by_page",
 ]
 
 ELEMENTS = ("text_block", "display_formula", "table", "reading_order")
@@ -80,7 +87,8 @@ class ElementSample:
     and ``img_id``. For tables ``norm_gt``/``norm_pred`` are the normalised tables.
     ``upper_len = max(len(gt'), len(pred'))`` and ``edit_num = Levenshtein(pred', gt')``,
     ``edit_dist = edit_num / upper_len`` (both None when ``upper_len`` is 0), where ``x'`` is
-    ``norm_x`` or, when that is empty, ``x``. ``teds``/``teds_structure_only`` for tables only.
+    ``norm_x`` or, when that is empty, ``x``. ``teds``/``teds_structure_only`` for tables only;
+    ``cdm`` (F1) for v1.5 display formulas scored through the CDM hook.
     ``gt_attribute`` holds the ground-truth blocks' ``attribute`` dicts, which the official
     per-attribute ``group`` breakdown reads (``{}`` for a merged truncated block and for a row
     without ground truth).
@@ -93,7 +101,7 @@ class ElementSample:
     norm_gt: str = ""
     norm_pred: str = ""
     gt_idx: tuple[int | str, ...] = ()
-    pred_idx: tuple[int | str, ...] = ()
+    pred_idx: tuple[int | str, ...] | str = ()
     gt_category_type: str = ""
     pred_category_type: str = ""
     gt_position: tuple[int | str, ...] | str = ()
@@ -104,6 +112,7 @@ class ElementSample:
     edit_dist: float | None = None
     teds: float | None = None
     teds_structure_only: float | None = None
+    cdm: float | None = None
 
     @classmethod
     def scored(cls, row: MatchedRow, **overrides: Any) -> ElementSample:
@@ -131,13 +140,15 @@ class PageMatches:
     scored, through LaTeXML, only on demand (:meth:`table_samples`), as v1.0 converts them only
     when the run's format (:func:`choose_table_format`) is LaTeX.
     ``text_match_timed_out``: the quick text match ran past its time limit and the simple match
-    was used.
+    was used. v1.5 only: ``formulas_as_text``, the display formulas matched to predicted text
+    (not formulas), their ground truth turned into text (:func:`_formula_as_text`).
     """
 
     image_name: str
     elements: dict[str, list[ElementSample]]
     latex_table_rows: tuple[MatchedRow, ...] = ()
     text_match_timed_out: bool = False
+    formulas_as_text: tuple[ElementSample, ...] = ()
 
     @cached_property
     def latex_table_samples(self) -> list[ElementSample]:
@@ -203,10 +214,14 @@ def page_blocks(gt_page: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]
     return blocks
 
 
-def _gt_items(blocks: Sequence[Mapping[str, Any]], line_type: LineType) -> list[GtItem]:
+def _sorted_blocks(blocks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``get_sorted_text_list``: the blocks sorted by ``order`` (falsy as 0, stable)."""
-    ordered = sorted(blocks, key=lambda block: block.get("order") or 0)
-    return [GtItem.from_annotation(block, line_type) for block in ordered]
+    return sorted(blocks, key=lambda block: block.get("order") or 0)
+
+
+def _gt_items(blocks: Sequence[Mapping[str, Any]], line_type: LineType) -> list[GtItem]:
+    """The items of the blocks in ``order`` (:func:`_sorted_blocks`)."""
+    return [GtItem.from_annotation(block, line_type) for block in _sorted_blocks(blocks)]
 
 
 def match_page(
@@ -214,11 +229,13 @@ def match_page(
     prediction: str,
     *,
     text_timeout_s: float | None = QUICK_MATCH_TIMEOUT_S,
+    rules: Rules = V10,
 ) -> PageMatches:
-    """Match and score one page (``process_get_matched_elements`` + per-sample metrics).
+    """Match and score one page (``process_get_matched_elements`` + per-sample metrics) by
+    ``rules``' version (v1.5: :func:`_match_page_hybrid`).
 
     ``gt_page``: the page's OmniDocBench.json entry; ``prediction``: its markdown as read in text
-    mode (``\\r\\n`` already ``\\n``). Rules:
+    mode (``\\r\\n`` already ``\\n``). v1.0 rules:
 
     - text: the blocks of :data:`TEXT_CATEGORIES` (truncated groups merged) against the
       predicted ``text_all`` items, quick match under ``text_timeout_s`` else simple match; rows
@@ -235,8 +252,10 @@ def match_page(
         MatchError: an input on which the official code raises.
     """
     image_name = posixpath.basename(gt_page["page_info"]["image_path"])
-    predicted = split_markdown(prediction)
+    predicted = split_markdown(prediction, rules)
     blocks = page_blocks(gt_page)
+    if rules.hybrid_match:
+        return _match_page_hybrid(image_name, blocks, predicted, text_timeout_s, rules)
 
     text_rows: list[MatchedRow] = []
     timed_out = False
@@ -283,6 +302,96 @@ def match_page(
         latex_table_rows=tuple(latex_rows),
         text_match_timed_out=timed_out,
     )
+
+
+def _match_page_hybrid(
+    image_name: str,
+    blocks: Mapping[str, list[Mapping[str, Any]]],
+    predicted: Mapping[str, list[Any]],
+    text_timeout_s: float | None,
+    rules: Rules,
+) -> PageMatches:
+    """v1.5's page: tables first, then text and display formulas together.
+
+    - tables: simple match against the predicted LaTeX tables if there are more of them than
+      HTML tables, else the HTML tables; rows without ground truth dropped; the cells of the
+      unmatched predicted tables (:func:`.match.table_leftover_cells`) join the predictions of
+      the hybrid match. LaTeX-table rows are kept aside (``latex_table_rows``): the run scores
+      them as unpredicted (:func:`run_samples`);
+    - hybrid match (:func:`.match.match_hybrid`, under ``text_timeout_s`` else the simple match)
+      of the blocks of :data:`TEXT_CATEGORIES` and ``equation_isolated`` (in ``order``) against
+      the predicted text and formulas (each category in the order it first occurs on the page)
+      plus those cells. Rows by ground-truth category: text categories (less
+      :data:`.match.IGNORED_CATEGORIES`) are the text samples, ``equation_isolated`` the formula
+      samples, a formula matched to a prediction that is no formula goes to
+      ``formulas_as_text``; rows without ground truth are dropped;
+    - reading order from the text rows, as v1.0.
+    """
+    table_rows: list[MatchedRow] = []
+    table_type: LineType = "html_table"
+    cells = []
+    if blocks.get("table"):
+        if len(predicted["latex_table"]) > len(predicted["html_table"]):
+            table_type = "latex_table"
+        rows = match_simple(
+            _gt_items(blocks["table"], table_type), predicted[table_type], table_type, image_name
+        )
+        cells = table_leftover_cells(rows, predicted[table_type])
+        table_rows = _without_extra_predictions(rows)
+
+    mixed = [block for category in (*TEXT_CATEGORIES, "equation_isolated")
+             for block in blocks.get(category, [])]
+    gt_items = [GtItem.from_annotation(
+        block, "formula" if block["category_type"] == "equation_isolated" else "text"
+    ) for block in _sorted_blocks(mixed)]
+    first_seen = sorted(("text_all", "equation_isolated"), key=lambda category: min(
+        ((element.position[0], category != "equation_isolated")
+         for element in predicted[category]), default=(math.inf, False)))
+    pred_items = [element for category in first_seen for element in predicted[category]] + cells
+    rows, timed_out = match_quick_or_simple(
+        gt_items, pred_items, "text", image_name, timeout_s=text_timeout_s, rules=rules
+    )
+    text_rows = [row for row in rows if row.gt_category_type in TEXT_CATEGORIES
+                 and row.gt_category_type not in IGNORED_CATEGORIES]
+    formula_rows = [row for row in rows if row.gt_category_type == "equation_isolated"]
+    formulas = [ElementSample.scored(row) for row in formula_rows
+                if row.pred_category_type in _FORMULA_PREDICTIONS]
+    as_text = [_formula_as_text(row) for row in formula_rows
+               if row.pred_category_type not in _FORMULA_PREDICTIONS]
+    order = _reading_order(text_rows, image_name)
+    return PageMatches(
+        image_name=image_name,
+        elements={
+            "text_block": [ElementSample.scored(row) for row in text_rows],
+            "display_formula": formulas,
+            "table": [_table_sample(row, "html") for row in table_rows
+                      if table_type == "html_table"],
+            "reading_order": [order] if order else [],
+        },
+        latex_table_rows=tuple(table_rows) if table_type == "latex_table" else (),
+        text_match_timed_out=timed_out,
+        formulas_as_text=tuple(as_text),
+    )
+
+
+_FORMULA_PREDICTIONS = ("equation_inline", "equation_isolated", "")
+"""The predicted categories that keep a v1.5 display-formula match a formula sample."""
+
+
+def _formula_as_text(row: MatchedRow) -> ElementSample:
+    """v1.5's display formula matched to predicted text: its ground truth becomes pylatexenc's
+    ``latex_to_text`` of the LaTeX (no strip), compared as :func:`.normalize.keep_word_chars`
+    of that (no inline-math conversion); the prediction stays normalised as text."""
+    text = LatexNodes2Text().latex_to_text(row.gt)
+    return ElementSample.scored(row, gt=text, norm_gt=keep_word_chars(text))
+
+
+def _unpredicted_table(row: MatchedRow) -> ElementSample:
+    """v1.5's LaTeX-table match, scored as an HTML table whose prediction is empty (every
+    ``pred*`` field ``""``, edit 1)."""
+    emptied = replace(row, pred_idx="", pred="", norm_pred="", pred_category_type="",
+                      pred_position="", edit=1)
+    return _table_sample(emptied, "html")
 
 
 def _without_extra_predictions(rows: list[MatchedRow]) -> list[MatchedRow]:
@@ -362,11 +471,15 @@ def page_values(page: PageMatches, table_format: str) -> dict[str, float | None]
     both sides, None without samples); ``table_TEDS`` / ``table_TEDS_structure_only``: the mean
     of the page's table samples (None without any).
     """
-    values: dict[str, float | None] = {}
-    tables = page.table_samples(table_format)
-    for element in ELEMENTS:
-        samples = tables if element == "table" else page.elements[element]
-        values[f"{element}_edit"] = page_edit_distance(samples)
+    return _values({element: page.table_samples(table_format) if element == "table"
+                    else page.elements[element] for element in ELEMENTS})
+
+
+def _values(samples: Mapping[str, Sequence[ElementSample]]) -> dict[str, float | None]:
+    values: dict[str, float | None] = {
+        f"{element}_edit": page_edit_distance(samples[element]) for element in ELEMENTS
+    }
+    tables = samples["table"]
     values["table_TEDS"] = _mean([sample.teds for sample in tables])
     values["table_TEDS_structure_only"] = _mean([sample.teds_structure_only for sample in tables])
     return values
@@ -375,3 +488,44 @@ def page_values(page: PageMatches, table_format: str) -> dict[str, float | None]
 def _mean(scores: list[float | None]) -> float | None:
     known = [score for score in scores if score is not None]
     return sum(known) / len(known) if known else None
+
+
+def run_samples(
+    pages: Sequence[PageMatches], rules: Rules = V10
+) -> tuple[str, dict[str, list[ElementSample]]]:
+    """A run's table format and its samples per element, in the official order.
+
+    v1.0: pages in order, tables of the run's format (:func:`choose_table_format`). v1.5: the
+    pages' samples in order, then, run-wide, the formulas matched to text appended to the text
+    samples (dropped when the run has no text sample) and the LaTeX-table matches appended to
+    the tables as unpredicted (:func:`_unpredicted_table`); the format is then always HTML
+    (LaTeX would need more LaTeX than HTML-plus-LaTeX matches).
+    """
+    if not rules.hybrid_match:
+        table_format = choose_table_format(pages)
+        return table_format, {
+            element: [sample for page in pages
+                      for sample in (page.table_samples(table_format) if element == "table"
+                                     else page.elements[element])]
+            for element in ELEMENTS
+        }
+    samples = {element: [sample for page in pages for sample in page.elements[element]]
+               for element in ELEMENTS}
+    if samples["text_block"]:
+        samples["text_block"] += [sample for page in pages for sample in page.formulas_as_text]
+    samples["table"] += [_unpredicted_table(row) for page in pages for row in page.latex_table_rows]
+    return "html", samples
+
+
+def values_by_page(
+    samples: Mapping[str, Sequence[ElementSample]], image_names: Sequence[str]
+) -> dict[str, dict[str, float | None]]:
+    """Per page (image name) its official figures (:func:`page_values`' keys) over the run's
+    ``samples``, taken by the samples' ``img_id``."""
+    by_page: dict[str, dict[str, list[ElementSample]]] = {
+        name: {element: [] for element in ELEMENTS} for name in image_names
+    }
+    for element, members in samples.items():
+        for sample in members:
+            by_page[sample.img_id][element].append(sample)
+    return {name: _values(elements) for name, elements in by_page.items()}

@@ -1,4 +1,5 @@
-"""OmniDocBench v1.0's aggregates of a run's matched samples, number for number.
+"""OmniDocBench v1.0's aggregates of a run's matched samples, number for number (v1.5's
+differences: :func:`summarize`).
 
 :func:`summarize` gives what the official ``<name>_metric_result.json`` holds per element
 (``text_block``, ``display_formula``, ``table``, ``reading_order``):
@@ -33,6 +34,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalsuite.metrics.omnidocbench.versions import V10, Rules
+
 ELEMENTS = ("text_block", "display_formula", "table", "reading_order")
 OVERALL_COLUMNS = (
     ("text_block", "Edit_dist"),
@@ -59,29 +62,34 @@ class ScoredSample(Protocol):
     edit_dist: float | None
     teds: float | None
     teds_structure_only: float | None
+    cdm: float | None
 
 
 class SummaryError(ValueError):
     """A sample that the official aggregation cannot place (it would raise there too)."""
 
 
-def sample_page(img_id: str) -> str:
+def sample_page(img_id: str, rules: Rules = V10) -> str:
     """The page a sample belongs to, by v1.0's rule: ``img_id`` itself when it ends with
-    ``.jpg``, else ``img_id`` less its last ``_`` part (``page.jpg_3`` -> ``page.jpg``).
+    ``.jpg`` (v1.5: or ``.png``), else ``img_id`` less its last ``_`` part (``page.jpg_3`` ->
+    ``page.jpg``).
     Quirk: a page whose image is not a ``.jpg`` has its page-level samples (reading order)
     cut to a name of no page; the official code then fails, and so does :func:`summarize`."""
-    return img_id if img_id.endswith(".jpg") else "_".join(img_id.split("_")[:-1])
+    endings = (".jpg", ".png") if rules.hybrid_match else (".jpg",)
+    return img_id if img_id.endswith(endings) else "_".join(img_id.split("_")[:-1])
 
 
 def sample_metrics(element: str, sample: ScoredSample) -> dict[str, float]:
     """The sample's ``metric`` dict as the official code fills it: TEDS first for tables,
-    then ``Edit_dist`` when either string is non-empty."""
+    then ``Edit_dist`` when either string is non-empty, then ``CDM`` when it was computed."""
     metrics: dict[str, float] = {}
     if element == "table":
         metrics["TEDS"] = _require(sample.teds, "teds")
         metrics["TEDS_structure_only"] = _require(sample.teds_structure_only, "teds_structure_only")
     if sample.edit_dist is not None:
         metrics["Edit_dist"] = sample.edit_dist
+    if getattr(sample, "cdm", None) is not None:
+        metrics["CDM"] = sample.cdm
     return metrics
 
 
@@ -96,29 +104,46 @@ def page_edit_distance(samples: Sequence[ScoredSample]) -> float | None:
     return edits / upper if upper else math.nan
 
 
-def page_edit_distances(samples: Sequence[ScoredSample]) -> dict[str, float | None]:
+def page_edit_distances(
+    samples: Sequence[ScoredSample], rules: Rules = V10
+) -> dict[str, float | None]:
     """Per page (sorted by name), :func:`page_edit_distance` of its samples (the official
     ``<element>_per_page_edit.json``)."""
     by_page: dict[str, list[ScoredSample]] = defaultdict(list)
     for sample in samples:
-        by_page[sample_page(sample.img_id)].append(sample)
+        by_page[sample_page(sample.img_id, rules)].append(sample)
     return {name: page_edit_distance(members) for name, members in sorted(by_page.items())}
 
 
 def summarize(
     page_info: Mapping[str, Mapping[str, Any]],
     samples: Mapping[str, Sequence[ScoredSample]],
+    rules: Rules = V10,
+    *,
+    with_cdm: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """The official metric result of a run. ``page_info``: each page's ``page_attribute`` by
-    image file name (every page of the ground truth, scored or not); ``samples``: per element
-    the run's samples in run order (pages in ground-truth order, rows in match order)."""
+    """The official metric result of a run by ``rules``' version. ``page_info``: each page's
+    ``page_attribute`` by image file name (every page of the ground truth, scored or not);
+    ``samples``: per element the run's samples in run order (pages in ground-truth order, rows
+    in match order); ``with_cdm``: display formulas carry CDM (``cdm``), as v1.5's ``call_CDM``
+    adds: ``all.CDM.all`` (mean over samples, ``{}`` without any) and ``CDM`` beside
+    ``Edit_dist`` in ``group`` and ``page``.
+
+    v1.5 differences: ``all.Edit_dist`` adds ``edit_whole`` (``Σ Edit_num / Σ upper_len`` over
+    the samples) and ``edit_sample_avg`` (mean of the samples' ``Edit_num / upper_len``, NaN
+    ones skipped); ``page`` has no ``Edit_dist_var``; ``.png`` pages are pages
+    (:func:`sample_page`)."""
     result = {}
     for element in ELEMENTS:
         element_samples = list(samples.get(element, ()))
+        overall = _all(element, element_samples, rules)
+        if with_cdm and element == "display_formula":
+            scores = [_require(sample.cdm, "cdm") for sample in element_samples]
+            overall["CDM"] = {"all": sum(scores) / len(scores)} if scores else {}
         result[element] = {
-            "all": _all(element, element_samples),
+            "all": overall,
             "group": _groups(element, element_samples),
-            "page": _page_split(element, element_samples, page_info),
+            "page": _page_split(element, element_samples, page_info, rules),
         }
     return result
 
@@ -150,11 +175,11 @@ def overall_table(result: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | N
 
 def _require(value: float | None, name: str) -> float:
     if value is None:
-        raise SummaryError(f"a table sample has no {name} value")
+        raise SummaryError(f"a sample has no {name} value")
     return value
 
 
-def _all(element: str, samples: Sequence[ScoredSample]) -> dict[str, Any]:
+def _all(element: str, samples: Sequence[ScoredSample], rules: Rules) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if element == "table":
         for metric, field in (("TEDS", "teds"), ("TEDS_structure_only", "teds_structure_only")):
@@ -163,7 +188,18 @@ def _all(element: str, samples: Sequence[ScoredSample]) -> dict[str, Any]:
     if not samples:
         result["Edit_dist"] = {"ALL_page_avg": "NaN"}
         return result
-    result["Edit_dist"] = {"ALL_page_avg": _series_mean(page_edit_distances(samples).values())}
+    result["Edit_dist"] = {
+        "ALL_page_avg": _series_mean(page_edit_distances(samples, rules).values())
+    }
+    if rules.hybrid_match:
+        edits = sum(sample.edit_num for sample in samples if sample.edit_num is not None)
+        upper = sum(sample.upper_len or 0 for sample in samples)
+        result["Edit_dist"]["edit_whole"] = (edits / upper if upper
+                                             else math.nan if not edits else math.inf)
+        result["Edit_dist"]["edit_sample_avg"] = _series_mean(
+            sample.edit_num / sample.upper_len if sample.edit_num is not None else math.nan
+            for sample in samples
+        )
     return result
 
 
@@ -188,7 +224,10 @@ def _groups(element: str, samples: Sequence[ScoredSample]) -> dict[str, Any]:
 
 
 def _page_split(
-    element: str, samples: Sequence[ScoredSample], page_info: Mapping[str, Mapping[str, Any]]
+    element: str,
+    samples: Sequence[ScoredSample],
+    page_info: Mapping[str, Mapping[str, Any]],
+    rules: Rules,
 ) -> dict[str, Any]:
     if not page_info:
         return {}
@@ -197,7 +236,7 @@ def _page_split(
         lambda: defaultdict(list)
     )
     for sample in samples:
-        name = sample_page(sample.img_id)
+        name = sample_page(sample.img_id, rules)
         if name not in page_info:
             raise SummaryError(
                 f"sample {sample.img_id!r} belongs to page {name!r}, which the ground truth "
@@ -221,7 +260,8 @@ def _page_split(
             for key, values in rows["Edit_dist"].items()
         }
         result["Edit_dist"] = _group_reduce(per_page, _kahan_mean)
-        result["Edit_dist_var"] = _group_reduce(per_page, _welford_variance)
+        if not rules.hybrid_match:
+            result["Edit_dist_var"] = _group_reduce(per_page, _welford_variance)
     for metric, by_key in rows.items():
         if metric == "Edit_dist":
             continue

@@ -1,0 +1,122 @@
+"""CDM (Character Detection Matching), the formula metric of OmniDocBench.
+
+A formula pair is scored in three stages: a version's *preparation* turns each LaTeX string into
+a colour-coded formula (tokenizer + normalisation + one palette colour per token:
+:class:`~evalsuite.metrics.cdm.render.RenderJob`), :mod:`~evalsuite.metrics.cdm.render` typesets
+and rasterises it into token boxes, and :mod:`~evalsuite.metrics.cdm.matching` pairs the boxes and
+counts the matches (F1 = 2 tp / (n_gt + n_pred)). A version plugs in as a ``prepare`` function in
+:data:`PREPARERS`; renderings are cached by content and toolchain and computed in parallel.
+v1.5 (KaTeX JavaScript normaliser, xelatex, scikit-image's RANSAC) is :mod:`.cdm_v15`, sharing
+the matcher, Ghostscript step and colouring rules as data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.metrics import pylatexenc_v210
+from evalsuite.metrics.cdm import colouring, tokenizer
+from evalsuite.metrics.cdm.cdm_v15 import cdm_v15_scores
+from evalsuite.metrics.cdm.katex_v15 import normaliser_dir
+from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_boxes
+from evalsuite.metrics.cdm.render import Rendering, RenderJob, render_job
+from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
+
+__all__ = [
+    "CDM_VERSIONS",
+    "PREPARERS",
+    "CdmScore",
+    "CdmToolchainMissingError",
+    "CdmVersionUnavailableError",
+    "cdm_scores",
+    "ensure_toolchain",
+    "score_jobs",
+]
+
+PrepareFn = Callable[[str], "RenderJob | None"]
+
+# version -> preparation stage: LaTeX string -> colour-coded formula (None: cannot prepare).
+PREPARERS: dict[str, PrepareFn] = {
+    "1.6": partial(colouring.prepare, tokenize=tokenizer.tokenize),
+}
+CDM_VERSIONS = ("1.5", "1.6")
+"""The OmniDocBench versions whose CDM is computed here (v1.5 has its own pipeline,
+:mod:`.cdm_v15`)."""
+
+
+class CdmVersionUnavailableError(EvalsuiteError):
+    """A CDM version this build does not compute."""
+
+
+def score_jobs(
+    jobs: Sequence[tuple[RenderJob | None, RenderJob | None]],
+    *,
+    workers: int | None = None,
+    cache_dir: Path | None = None,
+) -> list[CdmScore]:
+    """CDM of prepared (gt, pred) pairs; each distinct job rendered once, ``workers`` at a time."""
+    program_paths()
+    distinct = list(dict.fromkeys(job for pair in jobs for job in pair if job is not None))
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        rendered: dict[RenderJob, Rendering | None] = dict(
+            zip(distinct, pool.map(lambda job: render_job(job, cache_dir), distinct), strict=True)
+        )
+    scores = []
+    for gt, pred in jobs:
+        gt_rendering = rendered[gt] if gt is not None else None
+        pred_rendering = rendered[pred] if pred is not None else None
+        if gt_rendering is None:
+            scores.append(ZERO_SCORE)
+            continue
+        scores.append(
+            score_boxes(
+                gt_rendering.boxes,
+                pred_rendering.boxes if pred_rendering else None,
+                gt_rendering.size,
+                pred_rendering.size if pred_rendering else None,
+            )
+        )
+    return scores
+
+
+def ensure_toolchain(version: str) -> None:
+    """Check up front that CDM ``version`` can run here.
+
+    Raises:
+        CdmVersionUnavailableError: a version this build does not compute.
+        CdmToolchainMissingError: a program or file it needs is absent (the message names the
+            command that installs it)."""
+    if version not in CDM_VERSIONS:
+        raise CdmVersionUnavailableError(
+            f"CDM v{version} is not computed here (versions: {', '.join(CDM_VERSIONS)})")
+    program_paths(version)
+    if version == "1.5":
+        normaliser_dir()
+    else:
+        pylatexenc_v210.module()
+
+
+def cdm_scores(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    version: str = "1.6",
+    workers: int | None = None,
+    cache_dir: Path | None = None,
+) -> list[CdmScore]:
+    """CDM (F1_score, recall, precision) of each (ground truth, prediction) LaTeX pair, as
+    OmniDocBench ``version``'s official code computes it: v1.6 through :data:`PREPARERS` and
+    the shared renderer (renderings cached in ``cache_dir``), v1.5 through
+    :func:`.cdm_v15.cdm_v15_scores` (its own xelatex renderer; each distinct formula rendered
+    once per call, not cached between calls)."""
+    ensure_toolchain(version)
+    if version == "1.5":
+        return cdm_v15_scores(list(pairs), workers=workers)
+    prepare = PREPARERS[version]
+    return score_jobs(
+        [(prepare(gt), prepare(pred)) for gt, pred in pairs], workers=workers, cache_dir=cache_dir
+    )

@@ -1,0 +1,345 @@
+"""CDM token matching, shared by the versions: Hungarian assignment, then RANSAC on box centres.
+
+Given the coloured-token boxes of the ground-truth and predicted renderings, a token of each
+side is paired by ``scipy.optimize.linear_sum_assignment`` on
+
+    cost = token + 0.05 * position + 0.15 * order
+
+token: 0 for the same token, ``near_token_cost`` for tokens of the same class (the version's
+``canonical`` function), else 1; position: L1 distance of the boxes (coordinates divided by the
+image width/height) / 4; order: |i - j| / max(n_gt, n_pred) (v1.6) or |i / n_gt - j / n_pred|
+(v1.5). A pair counts when its centres (y, x) agree with a translation-plus-scale model (rounds
+of RANSAC, each on the pairs not yet accepted; with no more pairs than samples all count) and its
+tokens are not plainly different (token cost 1). Scores are rounded to 3 decimals:
+recall = tp / n_gt, precision = tp / n_pred, F1 = 2 tp / (n_gt + n_pred).
+
+What differs between versions is data, :class:`MatchSettings`: v1.6 (:data:`V16`) runs its own
+RANSAC (5 rounds, 2 samples, residual < 30 px, 500 trials, ``default_rng(2026)`` restarted every
+round, best = most inliers then least summed inlier residual); v1.5 (``match_v15.V15``) runs
+scikit-image 0.20's ``ransac`` (3 rounds, 3 samples, < 25 px, 50 trials, seed 42, best = most
+inliers then least sum of squared residuals, trial bound shrunk as inliers are found).
+
+The arithmetic follows the official code operation by operation (same numpy calls, same order),
+because the random stream and float ties decide which pairs a round accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+COST_TOKEN, COST_POSITION, COST_ORDER = 1.0, 0.05, 0.15
+ROUND_PLACES = 3
+
+Box = Sequence[int]
+
+# Tokens drawn alike that the v1.6 matcher treats as one class (token cost 0.005 instead of 1).
+_SAME_GLYPH = {
+    "\\dot": ".",
+    "\\Dot": ".",
+    "\\cdot": ".",
+    "\\cdotp": ".",
+    "\\ldotp": ".",
+    "\\mid": "|",
+    "\\rightarrow": "\\to",
+    "\\top": "T",
+    "\\Tilde": "\\tilde",
+    "\\prime": "'",
+    "\\ast": "*",
+    "\\left<": "\\langle",
+    "\\right>": "\\rangle",
+    "\\lbrace": "\\{",
+    "\\rbrace": "\\}",
+    "\\lbrack": "[",
+    "\\rbrack": "]",
+    "\\blackslash": "/",
+    "\\slash": "/",
+    "\\leq": "\\le",
+    "\\geq": "\\ge",
+    "\\Vert": "\\|",
+    "\\lVert": "\\|",
+    "\\rVert": "\\|",
+    "\\vert": "|",
+    "\\lvert": "|",
+    "\\rvert": "|",
+    "\\colon": ":",
+    "\\Ddot": "\\ddot",
+    "\\Bar": "\\bar",
+    "\\Vec": "\\vec",
+    "\\parallel": "\\|",
+    "\\dag": "\\dagger",
+    "\\ddag": "\\ddagger",
+    "\\textlangle": "<",
+    "\\textrangle": ">",
+    "\\textgreater": ">",
+    "\\textless": "<",
+    "\\textbackslash": "n",
+    "\\textunderscore": "_",
+    "\\=": "_",
+    "\\neg": "\\lnot",
+    # The official table lists \neq twice; the later entry wins.
+    "\\neq": "\\not=",
+}
+
+
+@dataclass(frozen=True)
+class MatchSettings:
+    """What one CDM version's matcher does differently (see the module docstring)."""
+
+    canonical: Callable[[str], str]
+    near_token_cost: float
+    order_by_own_length: bool
+    ransac_rounds: int
+    ransac_samples: int
+    ransac_residual_px: float
+    ransac_trials: int
+    ransac_seed: int
+    # scikit-image 0.20's ransac: score = sum of all squared residuals, the trial bound shrinks
+    # with the inlier ratio, a zero score stops; else score = sum of the inliers' residuals.
+    skimage_ransac: bool
+
+
+@dataclass(frozen=True)
+class TokenBox:
+    """One rendered token: its LaTeX text and pixel box (x_min, y_min, x_max, y_max)."""
+
+    token: str
+    box: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class CdmScore:
+    """CDM of one pair, each rounded to 3 decimals; tp/gt_tokens/pred_tokens are counts."""
+
+    F1_score: float
+    recall: float
+    precision: float
+    tp: int = 0
+    gt_tokens: int = 0
+    pred_tokens: int = 0
+
+
+ZERO_SCORE = CdmScore(0.0, 0.0, 0.0)
+
+
+def canonical_token(token: str) -> str:
+    """v1.6 class of a token: delimiter sizes and \\left/\\right dropped, aliases merged."""
+    if token.startswith(("\\left", "\\right")) and not any(
+        part in token for part in ("arrow", "<", ">", "harpoon")
+    ):
+        token = token.replace("\\left", "").replace("\\right", "")
+    if token.startswith(("\\big", "\\Big")):
+        tail = token[4:]
+        token = "\\" + tail.split("\\")[-1] if "\\" in tail else token[-1]
+    token = _SAME_GLYPH.get(token, token)
+    if token.startswith("\\wide"):
+        return token.replace("wide", "")
+    if token.startswith("\\var"):
+        return token.replace("var", "")
+    if token.startswith("\\string"):
+        return token.replace("\\string", "")
+    return token
+
+
+V16 = MatchSettings(
+    canonical=canonical_token,
+    near_token_cost=0.005,
+    order_by_own_length=False,
+    ransac_rounds=5,
+    ransac_samples=2,
+    ransac_residual_px=30,
+    ransac_trials=500,
+    ransac_seed=2026,
+    skimage_ransac=False,
+)
+
+
+def _class_ids(tokens: Sequence[str]) -> list[int]:
+    ids: dict[str, int] = {}
+    return [ids.setdefault(token, len(ids)) for token in tokens]
+
+
+def token_cost(gt: Sequence[str], pred: Sequence[str], settings: MatchSettings = V16) -> np.ndarray:
+    """(n_gt, n_pred) matrix: 0 same token, near_token_cost same class, 1 otherwise."""
+    both = list(gt) + list(pred)
+    exact = np.array(_class_ids(both))
+    canonical = np.array(_class_ids([settings.canonical(token) for token in both]))
+    n = len(gt)
+    differs = exact[:n, None] != exact[None, n:]
+    similar = canonical[:n, None] == canonical[None, n:]
+    cost = differs.astype(float)
+    cost[differs & similar] = settings.near_token_cost
+    return cost
+
+
+def _relative_boxes(boxes: Sequence[Box], size: tuple[int, int]) -> np.ndarray:
+    width, height = size
+    return np.array([[b[0] / width, b[1] / height, b[2] / width, b[3] / height] for b in boxes])
+
+
+def _l1_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return cdist(a, b, "minkowski", p=1) / a.shape[-1]
+
+
+def _order(count: int, scale: int) -> np.ndarray:
+    return np.array([[index / scale] for index in range(count)])
+
+
+def assign(
+    gt: tuple[Sequence[str], Sequence[Box], tuple[int, int]],
+    pred: tuple[Sequence[str], Sequence[Box], tuple[int, int]],
+    settings: MatchSettings,
+) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Hungarian pairs (gt index, pred index) of two (tokens, boxes, size) sides, and the
+    token-cost matrix they were chosen on."""
+    (gt_tokens, gt_boxes, gt_size), (pred_tokens, pred_boxes, pred_size) = gt, pred
+    longest = max(len(gt_boxes), len(pred_boxes))
+    gt_scale, pred_scale = (
+        (len(gt_boxes), len(pred_boxes)) if settings.order_by_own_length else (longest, longest)
+    )
+    tokens = token_cost(gt_tokens, pred_tokens, settings)
+    position = _l1_cost(_relative_boxes(gt_boxes, gt_size), _relative_boxes(pred_boxes, pred_size))
+    order = _l1_cost(_order(len(gt_boxes), gt_scale), _order(len(pred_boxes), pred_scale))
+    cost = COST_TOKEN * tokens + COST_POSITION * position + COST_ORDER * order
+    cost[np.isnan(cost) | np.isinf(cost)] = 100
+    rows, cols = linear_sum_assignment(cost)
+    return list(zip(rows.tolist(), cols.tolist(), strict=True)), tokens
+
+
+class _ShiftScale:
+    """Centre shift plus isotropic scale about the mean of the points it is applied to."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray) -> None:
+        src_mean = np.mean(src, axis=0)
+        dst_mean = np.mean(dst, axis=0)
+        self.shift = dst_mean - src_mean
+        self.scale = np.mean(np.linalg.norm(dst - dst_mean, axis=1)) / (
+            np.mean(np.linalg.norm(src - src_mean, axis=1)) + 1e-10
+        )
+
+    def residuals(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        centre = np.mean(src, axis=0)
+        moved = self.scale * (src - centre) + centre + self.shift
+        return np.sqrt(np.sum((moved - dst) ** 2, axis=1))
+
+
+def _skimage_trial_bound(inliers: int, points: int, samples: int) -> float:
+    """scikit-image's dynamic trial bound at stop probability 1."""
+    eps = np.spacing(1)
+    return np.ceil(np.log(eps) / np.log(max(eps, 1 - (inliers / points) ** samples)))
+
+
+def ransac_inliers(
+    src: np.ndarray, dst: np.ndarray, settings: MatchSettings = V16
+) -> np.ndarray | None:
+    """Inlier mask of the best shift-scale model over the trials (None where none has one).
+
+    Trials that find no inlier never win (in scikit-image they can only replace each other),
+    so both variants skip them."""
+    rng = np.random.default_rng(settings.ransac_seed)
+    points = src.shape[0]
+    best: np.ndarray | None = None
+    best_count, best_score = 0, np.inf
+    trial_bound: float = settings.ransac_trials
+    trials = 0
+    while trials < trial_bound:
+        trials += 1
+        sample = rng.choice(points, size=settings.ransac_samples, replace=False)
+        residuals = _ShiftScale(src[sample], dst[sample]).residuals(src, dst)
+        inliers = residuals < settings.ransac_residual_px
+        count = int(np.count_nonzero(inliers))
+        if count == 0:
+            continue
+        if settings.skimage_ransac:
+            score = residuals.dot(residuals)
+        else:
+            score = float(np.sum(residuals[inliers]))
+        if count > best_count or (count == best_count and score < best_score):
+            best, best_count, best_score = inliers, count, score
+            if settings.skimage_ransac:
+                trial_bound = min(
+                    trial_bound, _skimage_trial_bound(count, points, settings.ransac_samples)
+                )
+                if best_score <= 0:
+                    break
+    return best
+
+
+def _centres(boxes: Sequence[Box], picks: Sequence[int]) -> np.ndarray:
+    return np.array(
+        [
+            [float((boxes[i][1] + boxes[i][3]) / 2), float((boxes[i][0] + boxes[i][2]) / 2)]
+            for i in picks
+        ]
+    )
+
+
+def count_matches(
+    gt: tuple[Sequence[str], Sequence[Box], tuple[int, int]],
+    pred: tuple[Sequence[str], Sequence[Box], tuple[int, int]],
+    settings: MatchSettings,
+) -> int:
+    """Number of Hungarian pairs that survive the RANSAC rounds and are not token mismatches."""
+    pairs, tokens = assign(gt, pred, settings)
+    src = _centres(gt[1], [a for a, _ in pairs])
+    dst = _centres(pred[1], [b for _, b in pairs])
+    samples = settings.ransac_samples
+    if len(pairs) <= samples:
+        inliers = np.ones(len(pairs), dtype=bool)
+    else:
+        inliers = np.zeros(len(pairs), dtype=bool)
+        for _ in range(settings.ransac_rounds):
+            remaining = np.flatnonzero(~inliers)
+            if remaining.size <= samples:
+                break
+            found = ransac_inliers(src[remaining], dst[remaining], settings)
+            if found is None:
+                break
+            inliers[remaining[found]] = True
+            if np.count_nonzero(inliers) >= len(pairs):
+                break
+    return sum(1 for keep, (a, b) in zip(inliers, pairs, strict=True) if keep and tokens[a, b] != 1)
+
+
+def score_counts(tp: int, gt_tokens: int, pred_tokens: int) -> CdmScore:
+    """F1, recall and precision of ``tp`` matches, rounded to ROUND_PLACES."""
+    return CdmScore(
+        F1_score=round(2 * tp / (gt_tokens + pred_tokens), ROUND_PLACES),
+        recall=round(tp / gt_tokens, ROUND_PLACES),
+        precision=round(tp / pred_tokens, ROUND_PLACES),
+        tp=tp,
+        gt_tokens=gt_tokens,
+        pred_tokens=pred_tokens,
+    )
+
+
+def accepted_pairs(
+    gt: Sequence[TokenBox],
+    pred: Sequence[TokenBox],
+    gt_size: tuple[int, int],
+    pred_size: tuple[int, int],
+) -> int:
+    """v1.6 :func:`count_matches` of two sides' token boxes."""
+    return count_matches(
+        ([b.token for b in gt], [b.box for b in gt], gt_size),
+        ([b.token for b in pred], [b.box for b in pred], pred_size),
+        V16,
+    )
+
+
+def score_boxes(
+    gt: Sequence[TokenBox] | None,
+    pred: Sequence[TokenBox] | None,
+    gt_size: tuple[int, int] | None,
+    pred_size: tuple[int, int] | None,
+) -> CdmScore:
+    """v1.6 CDM from both sides' boxes; no gt box scores 0, no pred box 0 with the gt count."""
+    if not gt or gt_size is None:
+        return ZERO_SCORE
+    if not pred or pred_size is None:
+        return CdmScore(0.0, 0.0, 0.0, 0, len(gt), 0)
+    return score_counts(accepted_pairs(gt, pred, gt_size, pred_size), len(gt), len(pred))

@@ -1,0 +1,312 @@
+"""Render a colour-coded formula and find each token's pixel box (the CDM v1.6 rendering stage).
+
+Token i (0-based) of a formula is coloured with palette entry i + 1, where entry k is
+(15 r, 15 g, 15 b) for k = 324 r + 18 g + b. The formula is typeset by pdflatex in a landscape
+A<n> page (n from the token count, A5 first; an "Overfull" warning in the log retries on the next
+larger paper down to A1), rasterised at 200 dpi by Ghostscript's pngalpha device with 4-bit
+text/graphics antialiasing (what ImageMagick 7 runs for ``magick -density 200 file.pdf``), all
+pages stacked top to bottom, alpha dropped, then cropped to the non-white pixels (grey level of
+PIL's "L" conversion below 255) plus 8 px. A pixel belongs to token k when every channel is
+within 1 of a multiple of 15 and the pixel is not near-white (all channels >= 254); a token's box
+is the min/max of its pixels widened by 1 px.
+
+Deliberate choice: the official code also retries when the pdflatex log reports more than one
+page, but it reads the page count from a single log line, and TeX wraps that line at 79
+characters; with the official output paths (result/<name>/CDM/cdm_calc_*/...) the count is never
+found. The page count is therefore treated as unknown here, as there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from evalsuite.metrics.cdm.matching import TokenBox
+from evalsuite.metrics.cdm.toolchain import program_paths, toolchain_fingerprint
+
+PALETTE_STEP = 15
+_LEVELS = 255 // PALETTE_STEP + 1  # 18 levels per channel
+COLOUR_TOLERANCE = 1
+CROP_PAD_PX = 8
+DPI = 200
+SMALLEST_PAPER = 1
+COMMAND_TIMEOUT_S = 30
+CJK_FONT = "gkai"
+
+
+def palette_colour(index: int) -> tuple[int, int, int]:
+    """RGB of palette entry ``index`` (1-based; token i uses entry i + 1)."""
+    red, rest = divmod(index, _LEVELS * _LEVELS)
+    green, blue = divmod(rest, _LEVELS)
+    return red * PALETTE_STEP, green * PALETTE_STEP, blue * PALETTE_STEP
+
+
+class Template(Enum):
+    """LaTeX preamble a formula is typeset in: packages in the official order."""
+
+    FORMULA = ("booktabs", "amsmath", "upgreek", "amssymb", "xcolor")
+    TABULAR = ("booktabs", "multirow", "amssymb", "upgreek", "amsmath", "xcolor")
+    CJK = ("booktabs", "amsmath", "upgreek", "CJK", "amssymb", "xcolor")
+
+
+def paper_for(token_count: int) -> int:
+    """First A-series paper tried: A3 above 1300 tokens, A4 above 600, else A5."""
+    if token_count > 1300:
+        return 3
+    if token_count > 600:
+        return 4
+    return 5
+
+
+def latex_document(body: str, template: Template, paper: int) -> str:
+    """The .tex file pdflatex compiles (byte for byte what the official code writes)."""
+    packages = "".join(f"\\usepackage{{{name}}}\n" for name in template.value)
+    colour_fix = (
+        "\\makeatletter\n\\renewcommand*{\\@textcolor}[3]{%\n"
+        "  \\protect\\leavevmode\n  \\begingroup\n"
+        "    \\color#1{#2}#3%\n  \\endgroup\n}\n\\makeatother\n"
+    )
+    math = f"\\begin{{displaymath}}\n{body}\n\\end{{displaymath}}\n"
+    if template is Template.CJK:
+        math = f"\\begin{{CJK}}{{UTF8}}{{{CJK_FONT}}}\n{math}\\end{{CJK}}\n"
+    return (
+        "\n\\documentclass[12pt]{article}\n\\usepackage[landscape]{geometry}\n\\usepackage{geometry}\n"
+        f"\\geometry{{a{paper}paper,scale=0.98}}\n\\pagestyle{{empty}}\n{packages}\\begin{{document}}\n"
+        f"{colour_fix}{math}\\end{{document}}\n\n"
+    )
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """Coloured formula body, its tokens (token i in palette entry i + 1), template, first paper."""
+
+    body: str
+    tokens: tuple[str, ...]
+    template: Template
+    paper: int
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """Cropped image size (width, height) and the boxes of tokens that left pixels, in order."""
+
+    size: tuple[int, int]
+    boxes: tuple[TokenBox, ...]
+
+
+class RenderTimeoutError(RuntimeError):
+    """pdflatex or gs ran past COMMAND_TIMEOUT_S (the official code scores the side as failed)."""
+
+
+def _run(argv: Sequence[str], cwd: Path) -> bool:
+    """Run a program in its own process group; kill the group after COMMAND_TIMEOUT_S."""
+    with subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    ) as proc:
+        try:
+            return proc.wait(timeout=COMMAND_TIMEOUT_S) == 0
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise RenderTimeoutError(argv[0]) from None
+
+
+def _compile(job: RenderJob, work: Path) -> Path | None:
+    """PDF of the job, retrying on larger paper while the log reports an overfull box."""
+    tex, pdf, log = work / "f.tex", work / "f.pdf", work / "f.log"
+    papers = list(range(job.paper, SMALLEST_PAPER - 1, -1))
+    for paper in papers:
+        tex.write_text(latex_document(job.body, job.template, paper), encoding="utf-8")
+        _run(
+            [
+                program_paths()["pdflatex"],
+                "-interaction=nonstopmode",
+                f"-output-directory={work}",
+                str(tex),
+            ],
+            work,
+        )
+        if not pdf.exists():
+            return None
+        text = log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
+        overfull = "Overfull \\hbox" in text or "Overfull \\vbox" in text
+        if not overfull or paper == papers[-1]:
+            return pdf
+        for stale in (pdf, log, work / "f.aux"):
+            stale.unlink(missing_ok=True)
+    return None
+
+
+def ghostscript_pages(
+    pdf: Path, work: Path, gs: str, run: Callable[[list[str]], bool]
+) -> list[np.ndarray] | None:
+    """RGB of every page of ``pdf`` at DPI, in page order (alpha dropped, as PIL's RGB
+    conversion), as ``magick -density 200`` renders them; None when ``run`` reports failure.
+
+    ``run`` executes the Ghostscript command line in ``work`` (each version has its own limits).
+    """
+    control = work / "control.ps"
+    control.write_text(" ", encoding="ascii")
+    ok = run(
+        [
+            gs,
+            "-sstdout=%stderr",
+            "-dQUIET",
+            "-dSAFER",
+            "-dBATCH",
+            "-dNOPAUSE",
+            "-dNOPROMPT",
+            "-dMaxBitmap=500000000",
+            "-dAlignToPixels=0",
+            "-dGridFitTT=2",
+            "-sDEVICE=pngalpha",
+            "-dTextAlphaBits=4",
+            "-dGraphicsAlphaBits=4",
+            f"-r{DPI}x{DPI}",
+            "-dPrinted=false",
+            f"-sOutputFile={work}/page%d.png",
+            f"-f{control}",
+            f"-f{pdf}",
+        ]
+    )
+    if not ok:
+        return None
+    arrays = []
+    for page in sorted(work.glob("page*.png"), key=lambda p: int(p.stem[4:])):
+        with Image.open(page) as image:
+            arrays.append(np.asarray(image.convert("RGB")))
+    return arrays
+
+
+def _rasterise(pdf: Path, work: Path) -> np.ndarray | None:
+    """All pages stacked top to bottom; None without a page or with pages of unequal width."""
+    pages = ghostscript_pages(pdf, work, program_paths()["gs"], lambda argv: _run(argv, work))
+    if not pages or len({page.shape[1] for page in pages}) != 1:
+        return (
+            None  # pages of one document share a width; anything else is not a rendering we model
+        )
+    return np.vstack(pages)
+
+
+def crop_to_ink(rgb: np.ndarray) -> np.ndarray:
+    """Crop to pixels of grey level below 255, padded by CROP_PAD_PX (10x10 corner if none)."""
+    grey = np.asarray(Image.fromarray(rgb).convert("L"))
+    ys, xs = np.nonzero(grey != 255)
+    if ys.size:
+        x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
+    else:
+        x0, y0, x1, y1 = 0, 0, 10, 10
+    height, width = grey.shape
+    return rgb[
+        max(0, y0 - CROP_PAD_PX) : min(height, y1 + CROP_PAD_PX),
+        max(0, x0 - CROP_PAD_PX) : min(width, x1 + CROP_PAD_PX),
+    ]
+
+
+def token_boxes(rgb: np.ndarray, token_count: int) -> list[tuple[int, int, int, int] | None]:
+    """Box of each token's palette colour in the image (None where no pixel has it)."""
+    channels = rgb.astype(np.int16)
+    level = (channels + PALETTE_STEP // 2) // PALETTE_STEP
+    snapped = np.clip(level * PALETTE_STEP, 0, 255)
+    on_palette = (np.abs(channels - snapped) <= COLOUR_TOLERANCE).all(axis=2)
+    near_white = (channels >= 255 - COLOUR_TOLERANCE).all(axis=2)
+    entry = (level[..., 0] * _LEVELS + level[..., 1]) * _LEVELS + level[..., 2]
+    mask = on_palette & ~near_white & (entry >= 1) & (entry <= token_count)
+    ys, xs = np.nonzero(mask)
+    return label_boxes(xs, ys, entry[ys, xs] - 1, token_count)
+
+
+def label_boxes(
+    xs: np.ndarray, ys: np.ndarray, labels: np.ndarray, count: int
+) -> list[tuple[int, int, int, int] | None]:
+    """Per label 0..count-1: (x_min-1, y_min-1, x_max+1, y_max+1) of its pixels, None if none."""
+    big = np.iinfo(np.int64).max
+    lo_x = np.full(count, big)
+    lo_y = np.full(count, big)
+    hi_x = np.full(count, -1)
+    hi_y = np.full(count, -1)
+    np.minimum.at(lo_x, labels, xs)
+    np.minimum.at(lo_y, labels, ys)
+    np.maximum.at(hi_x, labels, xs)
+    np.maximum.at(hi_y, labels, ys)
+    boxes: list[tuple[int, int, int, int] | None] = [None] * count
+    for i in np.flatnonzero(hi_x >= 0):
+        boxes[i] = (int(lo_x[i]) - 1, int(lo_y[i]) - 1, int(hi_x[i]) + 1, int(hi_y[i]) + 1)
+    return boxes
+
+
+def render_uncached(job: RenderJob) -> Rendering | None:
+    """Typeset, rasterise, crop and box one job; None when pdflatex or gs yields nothing.
+
+    Raises RenderTimeoutError when a program times out (load-dependent, so never cached)."""
+    with tempfile.TemporaryDirectory(prefix="cdm_") as tmp:
+        work = Path(tmp)
+        pdf = _compile(job, work)
+        pixels = _rasterise(pdf, work) if pdf is not None else None
+    if pixels is None:
+        return None
+    cropped = crop_to_ink(pixels)
+    found = token_boxes(cropped, len(job.tokens))
+    pairs = zip(job.tokens, found, strict=True)
+    boxes = tuple(TokenBox(token, box) for token, box in pairs if box is not None)
+    return Rendering(size=(cropped.shape[1], cropped.shape[0]), boxes=boxes)
+
+
+def cache_key(job: RenderJob) -> str:
+    """sha256 of the toolchain, the exact .tex of the first paper and the token list."""
+    material = json.dumps(
+        [toolchain_fingerprint(), latex_document(job.body, job.template, job.paper), job.tokens]
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def _to_json(rendering: Rendering | None) -> str:
+    if rendering is None:
+        return "null"
+    return json.dumps(
+        {"size": rendering.size, "boxes": [[b.token, b.box] for b in rendering.boxes]},
+        ensure_ascii=False,
+    )
+
+
+def _from_json(text: str) -> Rendering | None:
+    data = json.loads(text)
+    if data is None:
+        return None
+    return Rendering(
+        size=tuple(data["size"]), boxes=tuple(TokenBox(t, tuple(b)) for t, b in data["boxes"])
+    )
+
+
+def render_job(job: RenderJob, cache_dir: Path | None = None) -> Rendering | None:
+    """:func:`render_uncached`, read from / written to ``cache_dir/<key>.json`` if given.
+
+    A timeout scores the side as failed, as the official code does, but is not cached."""
+    path = cache_dir / f"{cache_key(job)}.json" if cache_dir is not None else None
+    if path is not None:
+        try:
+            return _from_json(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            pass
+    try:
+        rendering = render_uncached(job)
+    except RenderTimeoutError:
+        return None
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(_to_json(rendering))
+        os.replace(tmp, path)
+    return rendering

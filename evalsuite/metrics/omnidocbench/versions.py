@@ -1,0 +1,120 @@
+"""The implemented versions of OmniDocBench's official end-to-end evaluation, as data.
+
+One scorer serves every version: what differs between them is a :class:`Rules` value read by
+the extraction, normalisation, matching and aggregation steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from evalsuite.errors import EvalsuiteError
+
+__all__ = [
+    "DATASET_VERSIONS",
+    "RULES",
+    "V10",
+    "V15",
+    "V16",
+    "Rules",
+    "VersionNotImplemented",
+    "rules_for",
+    "version_for_pages",
+]
+
+
+class VersionNotImplemented(EvalsuiteError, ValueError):
+    """An OmniDocBench evaluation version this scorer does not implement."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What one official version does where the versions differ.
+
+    ``fence_languages``: the ```` ```lang ```` openings deleted at line starts;
+    ``collapse_symbol_runs``: runs of 11+ of one non-alphanumeric character shortened to 4;
+    ``strip_page_tags``: ``<html>``/``<body>`` tags deleted from predictions;
+    ``formula_lines_joined``: a predicted formula's lines joined with a space (else all its
+    whitespace deleted); ``formula_extra_deletions``: strings the formula normalisation also
+    deletes (after stripping ``$`` and newlines at both ends when any);
+    ``hybrid_match``: text and display formulas matched together, tables first
+    (else each on its own); ``max_run``: the most consecutive predictions the quick match
+    joins into one run (None: no limit); ``formulas_found_in_text``: the quick match's step 3
+    looks for ground-truth display formulas inside predictions too.
+    """
+
+    version: str
+    commit: str
+    fence_languages: tuple[str, ...]
+    collapse_symbol_runs: bool
+    strip_page_tags: bool
+    formula_lines_joined: bool
+    formula_extra_deletions: tuple[str, ...]
+    hybrid_match: bool
+    max_run: int | None = None
+    formulas_found_in_text: bool = True
+
+    @property
+    def label(self) -> str:
+        """``OmniDocBench v1.5 end-to-end evaluation (opendatalab/OmniDocBench 0f22218)``."""
+        return (f"OmniDocBench v{self.version} end-to-end evaluation "
+                f"(opendatalab/OmniDocBench {self.commit[:7]})")
+
+
+V10 = Rules(
+    version="1.0",
+    commit="895837f67935dcad9035160a1fab71cf071108e2",
+    fence_languages=("markdown",),
+    collapse_symbol_runs=True,
+    strip_page_tags=False,
+    formula_lines_joined=False,
+    formula_extra_deletions=(),
+    hybrid_match=False,
+)
+V15 = Rules(
+    version="1.5",
+    commit="0f222180a241709c9db620fc63880a540d0114a7",
+    fence_languages=("markdown", "html", "latex"),
+    collapse_symbol_runs=False,
+    strip_page_tags=True,
+    formula_lines_joined=True,
+    formula_extra_deletions=("$$", "\\left", "\\right", "\\displaystyle", "\\text"),
+    hybrid_match=True,
+)
+V16 = replace(
+    V15,
+    version="1.6",
+    commit="9dc1decf8f5eb6eade469371c89d264e5e635d80",
+    max_run=160,
+    formulas_found_in_text=False,
+)
+"""v1.6's rules so far: its quick match (:mod:`.mgam`) reads ``max_run`` and
+``formulas_found_in_text``; the page step and aggregation of v1.6 are not implemented, so it is
+not in :data:`RULES` (its formula normalisation is :mod:`.v16_normalize`'s, not
+``formula_extra_deletions``)."""
+RULES = {rules.version: rules for rules in (V10, V15)}
+
+
+def rules_for(version: str) -> Rules:
+    """The rules of ``version`` ("1.0" or "1.5").
+
+    Raises:
+        VersionNotImplemented: another version."""
+    try:
+        return RULES[version]
+    except KeyError:
+        raise VersionNotImplemented(
+            f"OmniDocBench v{version} scoring is not implemented yet; implemented: "
+            f"{', '.join(RULES)} (pass --version {max(RULES)} to use the newest)") from None
+
+
+DATASET_VERSIONS = {981: "1.0", 1355: "1.5", 1651: "1.6"}
+"""OmniDocBench's page count per release (OmniDocBench.json of v1.0, v1.5, v1.6)."""
+
+
+def version_for_pages(page_count: int) -> str:
+    """The evaluation version of a ground truth with ``page_count`` pages: its release's
+    (:data:`DATASET_VERSIONS`, which may name one not implemented here), else the newest
+    implemented."""
+    newest = max(RULES, key=lambda version: tuple(map(int, version.split("."))))
+    return DATASET_VERSIONS.get(page_count, newest)

@@ -1,0 +1,224 @@
+"""OmniDocBench v1.5 CDM against the unmodified official code (fixtures/cdm/make_cdm_v15_cases.py).
+
+Stages are checked on their own where they need no external program: the token rules and
+colouring from the recorded KaTeX output, the matching from the recorded boxes. The KaTeX
+normaliser needs Node and omnidocbench's JavaScript (``make setup``; without it those tests
+fail, they do not skip); the whole pipeline
+needs xelatex and Ghostscript as well (slow: a subset of the pairs, every box compared).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from evalsuite.metrics.cdm import cdm_v15, katex_v15, render_v15
+from evalsuite.metrics.cdm.cdm_v15 import (
+    cdm_v15_scores,
+    prepare_side_v15,
+    render_side_v15,
+    score_sides_v15,
+    strip_math_v15,
+)
+from evalsuite.metrics.cdm.latex_v15 import normalize_v15
+from evalsuite.metrics.cdm.match_v15 import RenderedSide
+from evalsuite.metrics.cdm.matching import CdmScore
+from evalsuite.metrics.cdm.render_v15 import colour_list_v15, paper_size_v15
+from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
+with gzip.open(FIXTURE, "rt", encoding="utf-8") as _handle:
+    PAYLOAD = json.load(_handle)
+CASES = PAYLOAD["cases"]
+TOKENIZED = {
+    call[1]: (call[2], call[3]) for case in CASES for call in case["trace"] if call[0] == "tokenize"
+}
+NORMALIZED = [
+    (call[1], call[2]) for case in CASES for call in case["trace"] if call[0] == "normalize"
+]
+
+
+# every pair of the kinds that exercise failure paths, Chinese and long formulas; every 7th else
+PIPELINE_CASES = [
+    case
+    for case in CASES
+    if case["kind"] in {"cjk", "fail", "empty", "tabular", "symbol", "long"}
+    or case["index"] % 7 == 0
+]
+
+
+def _official(case: dict) -> tuple[float, float, float]:
+    return case["F1_score"], case["recall"], case["precision"]
+
+
+def _triple(score: CdmScore) -> tuple[float, float, float]:
+    return score.F1_score, score.recall, score.precision
+
+
+def _has_cjk(latex: str) -> bool:
+    return any(ord(char) >= 0x2E80 for char in latex)
+
+
+def _recorded_side(side: dict) -> RenderedSide | None:
+    if side["boxes"] is None:
+        return None
+    return RenderedSide(
+        [box["token"] for box in side["boxes"]],
+        [box["bbox"] for box in side["boxes"]],
+        tuple(side["size"]),
+    )
+
+
+def _needs(*programs: str) -> None:
+    missing = [program for program in programs if shutil.which(program) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    katex_v15.normaliser_dir()  # a missing JavaScript is an error: `make setup` installs it
+
+
+def test_fixture_covers_the_brief() -> None:
+    kinds = {case["kind"] for case in CASES}
+    assert len(CASES) >= 150
+    assert {"exact", "edit", "structural", "cjk", "long", "fail", "empty"} <= kinds
+    assert PAYLOAD["renders_with_different_pixels"] == 0
+    assert any(case["F1_score"] == 0 for case in CASES) and any(
+        0 < case["F1_score"] < 1 for case in CASES
+    )
+
+
+def test_frac_and_over_score_one_in_v15() -> None:
+    case = next(c for c in CASES if (c["gt"], c["pred"]) == (r"\frac{a}{b}", r"{a \over b}"))
+    assert case["F1_score"] == 1.0
+
+
+def test_normalize_equals_official() -> None:
+    assert len(NORMALIZED) > 250
+    for given, expected in NORMALIZED:
+        assert normalize_v15(given) == expected, given
+
+
+def test_colour_tokens_equal_official(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare_side_v15 fed the recorded KaTeX output yields the official token list."""
+    monkeypatch.setattr(cdm_v15, "tokenize_v15", lambda latex: TOKENIZED[latex])
+    checked = 0
+    for case in CASES:
+        for latex, side in ((case["gt"], case["gt_side"]), (case["pred"], case["pred_side"])):
+            if (
+                side["boxes"] is None
+                or latex.replace("\n", " ").replace("\\%", "<PERCENTAGETOKEN>") not in TOKENIZED
+            ):
+                continue
+            prepared = prepare_side_v15(latex)
+            assert prepared is not None, latex
+            _, tokens, placeholders = prepared
+            assert tokens[:placeholders] == [box["token"] for box in side["boxes"]], latex
+            checked += 1
+    assert checked > 300
+
+
+def test_matching_equals_official_on_recorded_boxes() -> None:
+    for case in CASES:
+        got = score_sides_v15(_recorded_side(case["gt_side"]), _recorded_side(case["pred_side"]))
+        assert _triple(got) == _official(case), (case["index"], case["gt"], case["pred"])
+        if got.gt_tokens:
+            assert got.F1_score == round(2 * got.tp / (got.gt_tokens + got.pred_tokens), 3)
+
+
+def test_strip_math_v15() -> None:
+    assert strip_math_v15("$$ x $$", "```latex\n$x+1$\n```") == ("x", "x+1")
+    assert strip_math_v15("$ $x$ $", "a ```b``` c") == ("x", "a")
+    assert strip_math_v15("x", "") == ("x", "")
+
+
+def test_colour_list_and_paper() -> None:
+    colours = colour_list_v15(6000)
+    assert len(colours) == 5800 == len(set(colours))
+    assert colours[0] == (0, 0, 15) and colours[17] == (0, 15, 0) and (0, 0, 0) not in colours
+    assert all(channel % 15 == 0 and channel <= 255 for colour in colours for channel in colour)
+    assert [paper_size_v15(n) for n in (600, 601, 1300, 1301)] == [5, 4, 4, 3]
+
+
+@pytest.mark.parametrize(
+    ("variable", "lookup", "message"),
+    [
+        (katex_v15.JS_ENV, katex_v15.normaliser_dir, "make setup"),
+        (render_v15.FONTS_ENV, render_v15.cjk_font, "SourceHanSansSC"),
+    ],
+)
+def test_configured_folder_without_its_files_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, lookup, message: str
+) -> None:
+    """An empty folder named for the JavaScript or the font: a one-line error saying what to do."""
+    monkeypatch.setattr(katex_v15, "INSTALLED_JS", tmp_path / "not-installed")
+    monkeypatch.setenv(variable, str(tmp_path))
+    lookup.cache_clear()
+    try:
+        with pytest.raises(CdmToolchainMissingError, match=message):
+            lookup()
+    finally:
+        lookup.cache_clear()
+
+
+def test_javascript_is_found_in_the_venv_before_the_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`make setup` puts it under sys.prefix; the variable is only the fallback."""
+    monkeypatch.setenv(katex_v15.JS_ENV, str(tmp_path))
+    katex_v15.normaliser_dir.cache_clear()
+    try:
+        assert katex_v15.normaliser_dir() == katex_v15.INSTALLED_JS
+        shutil.copytree(katex_v15.INSTALLED_JS, tmp_path, dirs_exist_ok=True)
+        monkeypatch.setattr(katex_v15, "INSTALLED_JS", tmp_path / "not-installed")
+        katex_v15.normaliser_dir.cache_clear()
+        assert katex_v15.normaliser_dir() == tmp_path
+    finally:
+        katex_v15.normaliser_dir.cache_clear()
+
+
+@pytest.mark.slow
+@pytest.mark.cdm
+def test_tokenizer_equals_official() -> None:
+    _needs("node")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        got = dict(zip(TOKENIZED, pool.map(katex_v15.tokenize_v15, TOKENIZED), strict=True))
+    assert {given: got[given] for given in TOKENIZED if got[given] != TOKENIZED[given]} == {}
+
+
+@pytest.mark.slow
+@pytest.mark.cdm
+def test_pipeline_equals_official_box_for_box() -> None:
+    """Rendered boxes equal the official ones (Chinese only with Source Han Sans configured)."""
+    _needs("node", "xelatex", "gs")
+    official_font = render_v15.cjk_font()[0] == render_v15.OFFICIAL_CJK_FONT
+    sides = [
+        (case[name], case[f"{name}_side"]) for case in PIPELINE_CASES for name in ("gt", "pred")
+    ]
+    distinct = list(dict.fromkeys(latex for latex, _ in sides))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        rendered = dict(zip(distinct, pool.map(render_side_v15, distinct), strict=True))
+    for latex, side in sides:
+        if not side["boxes"] or (_has_cjk(latex) and not official_font):
+            continue  # no bbox file or an empty one: scored 0 either way (checked below)
+        assert rendered[latex] is not None, latex
+        boxes = [box["bbox"] for box in side["boxes"]]
+        assert (rendered[latex].boxes, rendered[latex].size) == (boxes, tuple(side["size"])), latex
+    mismatched = [
+        (case["index"], case["kind"])
+        for case in PIPELINE_CASES
+        if _triple(score_sides_v15(rendered[case["gt"]], rendered[case["pred"]])) != _official(case)
+    ]
+    assert mismatched == []
+
+
+@pytest.mark.slow
+@pytest.mark.cdm
+def test_cdm_v15_scores_keeps_pair_order() -> None:
+    _needs("node", "xelatex", "gs")
+    picked = [case for case in CASES if case["kind"] in {"structural", "empty"}][:4]
+    got = cdm_v15_scores([(case["gt"], case["pred"]) for case in picked], workers=2)
+    assert [_triple(score) for score in got] == [_official(case) for case in picked]
