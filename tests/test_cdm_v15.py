@@ -23,13 +23,13 @@ from evalsuite.metrics.cdm.cdm_v15 import (
     prepare_side_v15,
     render_side_v15,
     score_sides_v15,
-    strip_math_v15,
 )
 from evalsuite.metrics.cdm.latex_v15 import normalize_v15
 from evalsuite.metrics.cdm.match_v15 import RenderedSide
 from evalsuite.metrics.cdm.matching import CdmScore
 from evalsuite.metrics.cdm.render_v15 import colour_list_v15, paper_size_v15
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError
+from evalsuite.metrics.omnidocbench.evaluation import cdm_pair
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
 with gzip.open(FIXTURE, "rt", encoding="utf-8") as _handle:
@@ -129,10 +129,10 @@ def test_matching_equals_official_on_recorded_boxes() -> None:
             assert got.F1_score == round(2 * got.tp / (got.gt_tokens + got.pred_tokens), 3)
 
 
-def test_strip_math_v15() -> None:
-    assert strip_math_v15("$$ x $$", "```latex\n$x+1$\n```") == ("x", "x+1")
-    assert strip_math_v15("$ $x$ $", "a ```b``` c") == ("x", "a")
-    assert strip_math_v15("x", "") == ("x", "")
+def test_call_cdms_clean_up() -> None:
+    assert cdm_pair("$$ x $$", "```latex\n$x+1$\n```") == ("x", "x+1")
+    assert cdm_pair("$ $x$ $", "a ```b``` c") == ("x", "a")
+    assert cdm_pair("x", "") == ("x", "")
 
 
 def test_colour_list_and_paper() -> None:

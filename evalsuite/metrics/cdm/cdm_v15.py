@@ -23,12 +23,6 @@ from evalsuite.metrics.cdm.toolchain import program_paths
 PERCENT_MARK = "<PERCENTAGETOKEN>"
 
 
-def strip_math_v15(gt: str, pred: str) -> tuple[str, str]:
-    """call_CDM's clean-up: pred cut to a ```latex fence's body, then ``$`` and spaces trimmed."""
-    pred = pred.split("```latex")[-1].split("```")[0]
-    return tuple(text.strip("$").strip().strip("$").strip() for text in (gt, pred))  # type: ignore[return-value]
-
-
 def prepare_side_v15(latex: str) -> tuple[str, list[str], int] | None:
     """(xelatex document, visible tokens, colour count) for one LaTeX string; None on failure."""
     latex = latex.replace("\n", " ").replace("\\%", PERCENT_MARK)
