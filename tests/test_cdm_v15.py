@@ -29,7 +29,7 @@ from evalsuite.metrics.cdm.match_v15 import RenderedSide
 from evalsuite.metrics.cdm.matching import CdmScore
 from evalsuite.metrics.cdm.render_v15 import colour_list_v15, paper_size_v15
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError
-from evalsuite.metrics.omnidocbench.evaluation import cdm_pair
+from evalsuite.metrics.omnidocbench.formula_cdm import cdm_pair
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
 with gzip.open(FIXTURE, "rt", encoding="utf-8") as _handle:

@@ -57,11 +57,11 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
-    FormulaCdm,
     evaluate_pages,
     predictions_in,
     score_page,
 )
+from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm
 from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES
 from evalsuite.metrics.omnidocbench.page import TEXT_CATEGORIES, page_blocks
 from evalsuite.metrics.omnidocbench.versions import rules_for

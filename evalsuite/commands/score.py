@@ -47,11 +47,10 @@ from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION
 from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
-    FormulaCdm,
-    cdm_hook,
     evaluate_pages,
     predictions_in,
 )
+from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_hook
 from evalsuite.metrics.omnidocbench.versions import (
     DATASET_VERSIONS,
     rules_for,

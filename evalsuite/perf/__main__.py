@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 from evalsuite.perf import collect_cases, run
 
-CASE_MODULES = ("evalsuite.perf.text", "evalsuite.perf.boxes", "evalsuite.perf.tables")
+CASE_MODULES = (
+    "evalsuite.perf.text", "evalsuite.perf.boxes", "evalsuite.perf.tables", "evalsuite.perf.cdm"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics import pylatexenc_v210
 from evalsuite.metrics.cdm import colouring, tokenizer
+from evalsuite.metrics.cdm.batch import render_many
 from evalsuite.metrics.cdm.cdm_v15 import cdm_v15_scores
 from evalsuite.metrics.cdm.katex_v15 import normaliser_dir
 from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_boxes
-from evalsuite.metrics.cdm.render import Rendering, RenderJob, render_job
+from evalsuite.metrics.cdm.render import Rendering, RenderJob, cached, store
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
 
 __all__ = [
@@ -44,6 +45,10 @@ PrepareFn = Callable[[str], "RenderJob | None"]
 PREPARERS: dict[str, PrepareFn] = {
     "1.6": partial(colouring.prepare, tokenize=tokenizer.tokenize),
 }
+BATCH_SIZE = 24
+"""Most formulas one worker typesets in one pdflatex run."""
+PARALLEL_MATCH_MIN = 32
+"""From this many pairs on, matching (RANSAC in numpy, CPU-bound) runs in worker processes."""
 CDM_VERSIONS = ("1.5", "1.6")
 """The OmniDocBench versions whose CDM is computed here (v1.5 has its own pipeline,
 :mod:`.cdm_v15`)."""
@@ -59,29 +64,51 @@ def score_jobs(
     workers: int | None = None,
     cache_dir: Path | None = None,
 ) -> list[CdmScore]:
-    """CDM of prepared (gt, pred) pairs; each distinct job rendered once, ``workers`` at a time."""
+    """CDM of prepared (gt, pred) pairs. Each distinct job is read from ``cache_dir`` or
+    rendered once: the misses in up to ``workers`` parallel chunks of at most
+    :data:`BATCH_SIZE`, each chunk sharing pdflatex runs (:mod:`.batch`); the pairs are then
+    matched, in ``workers`` processes from :data:`PARALLEL_MATCH_MIN` pairs on."""
     program_paths()
     distinct = list(dict.fromkeys(job for pair in jobs for job in pair if job is not None))
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        rendered: dict[RenderJob, Rendering | None] = dict(
-            zip(distinct, pool.map(lambda job: render_job(job, cache_dir), distinct), strict=True)
+    rendered: dict[RenderJob, Rendering | None] = {}
+    missing = []
+    for job in distinct:
+        found, rendering = cached(job, cache_dir)
+        if found:
+            rendered[job] = rendering
+        else:
+            missing.append(job)
+    lanes = workers or os.cpu_count() or 1
+    size = min(BATCH_SIZE, max(1, -(-len(missing) // lanes)))
+    chunks = [missing[start : start + size] for start in range(0, len(missing), size)]
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        outcomes = pool.map(render_many, chunks)
+        for chunk, (renderings, timed_out) in zip(chunks, outcomes, strict=True):
+            for job, rendering in zip(chunk, renderings, strict=True):
+                rendered[job] = rendering
+                if job not in timed_out:
+                    store(job, rendering, cache_dir)
+    sides = [
+        (
+            rendered[gt] if gt is not None else None,
+            rendered[pred] if pred is not None else None,
         )
-    scores = []
-    for gt, pred in jobs:
-        gt_rendering = rendered[gt] if gt is not None else None
-        pred_rendering = rendered[pred] if pred is not None else None
-        if gt_rendering is None:
-            scores.append(ZERO_SCORE)
-            continue
-        scores.append(
-            score_boxes(
-                gt_rendering.boxes,
-                pred_rendering.boxes if pred_rendering else None,
-                gt_rendering.size,
-                pred_rendering.size if pred_rendering else None,
-            )
-        )
-    return scores
+        for gt, pred in jobs
+    ]
+    if lanes > 1 and len(sides) >= PARALLEL_MATCH_MIN:
+        with ProcessPoolExecutor(max_workers=lanes) as processes:
+            return list(processes.map(_score_sides, sides, chunksize=8))
+    return [_score_sides(pair) for pair in sides]
+
+
+def _score_sides(sides: tuple[Rendering | None, Rendering | None]) -> CdmScore:
+    """v1.6 matching of a (gt, pred) pair of renderings (None: the side failed)."""
+    gt, pred = sides
+    if gt is None:
+        return ZERO_SCORE
+    return score_boxes(
+        gt.boxes, pred.boxes if pred else None, gt.size, pred.size if pred else None
+    )
 
 
 def ensure_toolchain(version: str) -> None:

@@ -109,13 +109,14 @@ class RenderTimeoutError(RuntimeError):
     """pdflatex or gs ran past COMMAND_TIMEOUT_S (the official code scores the side as failed)."""
 
 
-def _run(argv: Sequence[str], cwd: Path) -> bool:
-    """Run a program in its own process group; kill the group after COMMAND_TIMEOUT_S."""
+def run_program(argv: Sequence[str], cwd: Path, timeout_s: float | None = None) -> bool:
+    """Run a program in its own process group; kill the group after ``timeout_s`` (default
+    COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when it exits with status 0."""
     with subprocess.Popen(
         argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     ) as proc:
         try:
-            return proc.wait(timeout=COMMAND_TIMEOUT_S) == 0
+            return proc.wait(timeout=timeout_s or COMMAND_TIMEOUT_S) == 0
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -128,7 +129,7 @@ def _compile(job: RenderJob, work: Path) -> Path | None:
     papers = list(range(job.paper, SMALLEST_PAPER - 1, -1))
     for paper in papers:
         tex.write_text(latex_document(job.body, job.template, paper), encoding="utf-8")
-        _run(
+        run_program(
             [
                 program_paths()["pdflatex"],
                 "-interaction=nonstopmode",
@@ -148,6 +149,37 @@ def _compile(job: RenderJob, work: Path) -> Path | None:
     return None
 
 
+def ghostscript_command(
+    gs: str, pdf: Path, work: Path, last_page: int | None = None
+) -> list[str]:
+    """The Ghostscript command line of ImageMagick 7's PDF delegate at DPI: every page of ``pdf``
+    (up to ``last_page`` if given) to ``work/page<n>.png`` (n from 1), pngalpha with 4-bit
+    antialiasing."""
+    control = work / "control.ps"
+    control.write_text(" ", encoding="ascii")
+    return [
+        gs,
+        "-sstdout=%stderr",
+        "-dQUIET",
+        "-dSAFER",
+        "-dBATCH",
+        "-dNOPAUSE",
+        "-dNOPROMPT",
+        "-dMaxBitmap=500000000",
+        "-dAlignToPixels=0",
+        "-dGridFitTT=2",
+        "-sDEVICE=pngalpha",
+        "-dTextAlphaBits=4",
+        "-dGraphicsAlphaBits=4",
+        f"-r{DPI}x{DPI}",
+        "-dPrinted=false",
+        *([f"-dLastPage={last_page}"] if last_page is not None else []),
+        f"-sOutputFile={work}/page%d.png",
+        f"-f{control}",
+        f"-f{pdf}",
+    ]
+
+
 def ghostscript_pages(
     pdf: Path, work: Path, gs: str, run: Callable[[list[str]], bool]
 ) -> list[np.ndarray] | None:
@@ -156,47 +188,33 @@ def ghostscript_pages(
 
     ``run`` executes the Ghostscript command line in ``work`` (each version has its own limits).
     """
-    control = work / "control.ps"
-    control.write_text(" ", encoding="ascii")
-    ok = run(
-        [
-            gs,
-            "-sstdout=%stderr",
-            "-dQUIET",
-            "-dSAFER",
-            "-dBATCH",
-            "-dNOPAUSE",
-            "-dNOPROMPT",
-            "-dMaxBitmap=500000000",
-            "-dAlignToPixels=0",
-            "-dGridFitTT=2",
-            "-sDEVICE=pngalpha",
-            "-dTextAlphaBits=4",
-            "-dGraphicsAlphaBits=4",
-            f"-r{DPI}x{DPI}",
-            "-dPrinted=false",
-            f"-sOutputFile={work}/page%d.png",
-            f"-f{control}",
-            f"-f{pdf}",
-        ]
-    )
-    if not ok:
+    if not run(ghostscript_command(gs, pdf, work)):
         return None
+    return read_pages(sorted(work.glob("page*.png"), key=lambda p: int(p.stem[4:])))
+
+
+def read_pages(paths: Sequence[Path]) -> list[np.ndarray]:
+    """RGB of each PNG (alpha dropped, as PIL's RGB conversion)."""
     arrays = []
-    for page in sorted(work.glob("page*.png"), key=lambda p: int(p.stem[4:])):
-        with Image.open(page) as image:
+    for path in paths:
+        with Image.open(path) as image:
             arrays.append(np.asarray(image.convert("RGB")))
     return arrays
 
 
-def _rasterise(pdf: Path, work: Path) -> np.ndarray | None:
-    """All pages stacked top to bottom; None without a page or with pages of unequal width."""
-    pages = ghostscript_pages(pdf, work, program_paths()["gs"], lambda argv: _run(argv, work))
+def stack_pages(pages: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Pages stacked top to bottom; None without a page or with pages of unequal width (pages
+    of one document share a width; anything else is not a rendering we model)."""
     if not pages or len({page.shape[1] for page in pages}) != 1:
-        return (
-            None  # pages of one document share a width; anything else is not a rendering we model
-        )
+        return None
     return np.vstack(pages)
+
+
+def _rasterise(pdf: Path, work: Path) -> np.ndarray | None:
+    """All pages of ``pdf`` stacked (see :func:`stack_pages`)."""
+    gs = program_paths()["gs"]
+    pages = ghostscript_pages(pdf, work, gs, lambda argv: run_program(argv, work))
+    return stack_pages(pages) if pages is not None else None
 
 
 def crop_to_ink(rgb: np.ndarray) -> np.ndarray:
@@ -254,8 +272,11 @@ def render_uncached(job: RenderJob) -> Rendering | None:
         work = Path(tmp)
         pdf = _compile(job, work)
         pixels = _rasterise(pdf, work) if pdf is not None else None
-    if pixels is None:
-        return None
+    return boxes_of(pixels, job) if pixels is not None else None
+
+
+def boxes_of(pixels: np.ndarray, job: RenderJob) -> Rendering:
+    """Crop the stacked pages of ``job`` to ink and find its token boxes."""
     cropped = crop_to_ink(pixels)
     found = token_boxes(cropped, len(job.tokens))
     pairs = zip(job.tokens, found, strict=True)
@@ -289,24 +310,37 @@ def _from_json(text: str) -> Rendering | None:
     )
 
 
+def cached(job: RenderJob, cache_dir: Path | None) -> tuple[bool, Rendering | None]:
+    """(found, rendering) of ``job`` in ``cache_dir/<key>.json``."""
+    if cache_dir is None:
+        return False, None
+    try:
+        return True, _from_json((cache_dir / f"{cache_key(job)}.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return False, None
+
+
+def store(job: RenderJob, rendering: Rendering | None, cache_dir: Path | None) -> None:
+    """Write ``rendering`` to ``cache_dir/<key>.json`` atomically (nothing without a cache)."""
+    if cache_dir is None:
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(_to_json(rendering))
+    os.replace(tmp, cache_dir / f"{cache_key(job)}.json")
+
+
 def render_job(job: RenderJob, cache_dir: Path | None = None) -> Rendering | None:
     """:func:`render_uncached`, read from / written to ``cache_dir/<key>.json`` if given.
 
     A timeout scores the side as failed, as the official code does, but is not cached."""
-    path = cache_dir / f"{cache_key(job)}.json" if cache_dir is not None else None
-    if path is not None:
-        try:
-            return _from_json(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError, KeyError, TypeError):
-            pass
+    found, rendering = cached(job, cache_dir)
+    if found:
+        return rendering
     try:
         rendering = render_uncached(job)
     except RenderTimeoutError:
         return None
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(_to_json(rendering))
-        os.replace(tmp, path)
+    store(job, rendering, cache_dir)
     return rendering

@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.metrics.cdm import cdm_scores, ensure_toolchain
-from evalsuite.metrics.cdm.toolchain import default_cache_dir
+from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_pair
 from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.page import (
     ElementSample,
@@ -41,9 +40,6 @@ OFFICIAL_VERSION = {version: rules.label for version, rules in RULES.items()}
 """Per implemented version, the evaluation it reproduces (``OmniDocBench v1.5 end-to-end
 evaluation (opendatalab/OmniDocBench 0f22218)``)."""
 
-FormulaCdm = Callable[[list[tuple[str, str]]], list[dict[str, float]]]
-"""A CDM scorer: (ground truth, prediction) pairs, prepared as :func:`cdm_pair` does, to one
-``{"F1_score", "recall", "precision"}`` per pair (only ``F1_score`` is read)."""
 PAGE_FIELDS = {
     "text_block_edit_dist": "text_block_edit",
     "display_formula_edit_dist": "display_formula_edit",
@@ -158,39 +154,6 @@ def predictions_in(folder: Path) -> Callable[[str], str | None]:
                                     f"byte {error.start}); save it as UTF-8") from None
 
     return read
-
-
-def cdm_hook(version: str, *, workers: int | None = None) -> FormulaCdm | None:
-    """``version``'s CDM (:func:`evalsuite.metrics.cdm.cdm_scores`) as :func:`evaluate_pages`
-    takes it; None for v1.0, which has no CDM. The toolchain is checked now, before any page.
-
-    Raises:
-        CdmToolchainMissingError: a program CDM needs is absent (names the install command)."""
-    if version == "1.0":
-        return None
-    ensure_toolchain(version)
-    cache_dir = default_cache_dir()
-
-    def score(pairs: list[tuple[str, str]]) -> list[dict[str, float]]:
-        return [{"F1_score": s.F1_score, "recall": s.recall, "precision": s.precision}
-                for s in cdm_scores(pairs, version=version, workers=workers,
-                                    cache_dir=cache_dir)]
-
-    return score
-
-
-def cdm_pair(gt: str, pred: str) -> tuple[str, str]:
-    """A display-formula sample as v1.5 hands it to CDM (``_process_single_cdm_sample``): both
-    sides lose leading and trailing ``$`` then whitespace, twice; the prediction is first cut
-    to what follows its last ```` ```latex ```` and precedes the next ```` ``` ````."""
-    pred = pred.split("```latex")[-1].split("```")[0]
-    return _unwrap_dollars(gt), _unwrap_dollars(pred)
-
-
-def _unwrap_dollars(latex: str) -> str:
-    for _ in range(2):  # "$$" then "$" officially: each strips every leading/trailing "$"
-        latex = latex.lstrip("$").rstrip("$").strip()
-    return latex
 
 
 def _with_cdm(samples: list[ElementSample], formula_cdm: FormulaCdm) -> list[ElementSample]:

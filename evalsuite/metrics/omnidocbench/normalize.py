@@ -36,13 +36,18 @@ __all__ = [
     "collapse_repeated_chars",
     "inline_math_to_unicode",
     "keep_word_chars",
+    "latex_table_preamble",
     "latex_table_to_html",
     "latex_to_text_or_none",
+    "latexmlc_tables",
     "markdown_tables_to_html",
     "normalize_formula",
     "normalize_html_table",
+    "normalize_html_table_with",
     "normalize_table",
     "normalize_text",
+    "parse_table_bs4v411",
+    "simplify_table_tags",
     "strip_markdown_fences",
 ]
 
@@ -306,12 +311,14 @@ def normalize_formula(latex: str, rules: Rules = V10) -> str:
 
 # --- tables -----------------------------------------------------------------------------------
 
-_TABLE_BODY = re.compile(r"<table\b[^>]*>(.*)</table>", re.DOTALL | re.IGNORECASE)
+TABLE_BODY = re.compile(r"<table\b[^>]*>(.*)</table>", re.DOTALL | re.IGNORECASE)
+"""What lies between the first ``<table…>`` and the last ``</table>`` (group 1)."""
 _TABLE_ATTRIBUTES = tuple(
     re.compile(f'( {name}=".*?")') for name in ("style", "height", "width", "align", "class")
 )
 _TBODY_TAG = re.compile("</?tbody>")
-_WHITESPACE_RUN = re.compile(r"\s+")
+WHITESPACE_RUN = re.compile(r"\s+")
+"""A run of whitespace."""
 _DELETED_TABLE_TAGS = (
     "<sup>",
     "</sup>",
@@ -360,15 +367,21 @@ class _Bs4v411TreeBuilder(HTMLParserTreeBuilder):
         super().feed(markup, _parser_class=_Bs4v411Parser)
 
 
-def _simplify_table_tags(table: str) -> str:
-    """Parse as bs4 4.11.1's ``html.parser`` builder does: ``th`` renamed ``td``, ``thead`` and
-    ``span`` unwrapped, each ``<math>`` replaced by ``$`` + its ``alttext`` + ``$``; serialised
-    back."""
-    soup = BeautifulSoup(table, builder=_Bs4v411TreeBuilder)
+def parse_table_bs4v411(table: str) -> BeautifulSoup:
+    """``table`` parsed as bs4 4.11.1's ``html.parser`` builder does."""
+    return BeautifulSoup(table, builder=_Bs4v411TreeBuilder)
+
+
+def simplify_table_tags(table: str, sections: tuple[str, ...] = ("thead",)) -> str:
+    """Parse with :func:`parse_table_bs4v411`: ``th`` renamed ``td``, the ``sections`` tags
+    (v1.0: ``thead``) and ``span`` unwrapped, each ``<math>`` replaced by ``$`` + its
+    ``alttext`` + ``$``; serialised back."""
+    soup = parse_table_bs4v411(table)
     for cell in soup.find_all("th"):
         cell.name = "td"
-    for tag in soup.find_all("thead"):
-        tag.unwrap()
+    for name in sections:
+        for tag in soup.find_all(name):
+            tag.unwrap()
     for math in soup.find_all("math"):
         math.replace_with(f"${math.get('alttext', '')}$")
     for tag in soup.find_all("span"):
@@ -376,11 +389,28 @@ def _simplify_table_tags(table: str) -> str:
     return str(soup)
 
 
+def normalize_html_table_with(html_table: str, simplify: Callable[[str], str]) -> str:
+    """:func:`normalize_html_table` with ``simplify`` as its DOM step (in place of
+    :func:`simplify_table_tags`); v1.6 passes its own."""
+    if "<table" not in html_table.replace(" ", ""):
+        return ""
+    table = html.unescape(simplify(html_table)).replace("\n", "")
+    table = unicodedata.normalize("NFKC", table).strip()
+    table = "".join(TABLE_BODY.findall(table))
+    for attribute in _TABLE_ATTRIBUTES:
+        table = attribute.sub("", table)
+    table = WHITESPACE_RUN.sub(" ", _TBODY_TAG.sub("", table))
+    table = TABLE_WRAPPER[0] + table + TABLE_WRAPPER[1]
+    for tag in _DELETED_TABLE_TAGS:
+        table = table.replace(tag, "")
+    return _COLGROUP.sub("", table)
+
+
 def normalize_html_table(html_table: str) -> str:
     """An HTML table as v1.0 compares it (``normalized_html_table``).
 
     Rule: "" unless ``<table`` occurs once spaces are deleted; else
-    :func:`_simplify_table_tags`, ``html.unescape``, delete newlines, NFKC, strip; keep what lies
+    :func:`simplify_table_tags`, ``html.unescape``, delete newlines, NFKC, strip; keep what lies
     between the first ``<table…>`` and the last ``</table>``; delete `` style|height|width|align|
     class="…"`` attributes and ``<tbody>``/``</tbody>``; whitespace runs become one space; wrap in
     :data:`TABLE_WRAPPER`; delete the tags ``<sup> <sub> <span> <div> <p>`` (exact spelling, no
@@ -390,18 +420,7 @@ def normalize_html_table(html_table: str) -> str:
     case-sensitive (``<TABLE>`` gives ""); ``< table`` passes it but has no body, giving the empty
     wrapped table; nested tables are kept whole.
     """
-    if "<table" not in html_table.replace(" ", ""):
-        return ""
-    table = html.unescape(_simplify_table_tags(html_table)).replace("\n", "")
-    table = unicodedata.normalize("NFKC", table).strip()
-    table = "".join(_TABLE_BODY.findall(table))
-    for attribute in _TABLE_ATTRIBUTES:
-        table = attribute.sub("", table)
-    table = _WHITESPACE_RUN.sub(" ", _TBODY_TAG.sub("", table))
-    table = TABLE_WRAPPER[0] + table + TABLE_WRAPPER[1]
-    for tag in _DELETED_TABLE_TAGS:
-        table = table.replace(tag, "")
-    return _COLGROUP.sub("", table)
+    return normalize_html_table_with(html_table, simplify_table_tags)
 
 
 LATEX_TABLE_PACKAGES = (
@@ -421,11 +440,49 @@ LATEX_TABLE_PACKAGES = (
 ``\\setlength{\\parindent}{0pt}``)."""
 
 
-def _latex_table_document(latex: str) -> str:
+def latex_table_preamble() -> list[str]:
+    """The lines before ``\\begin{document}`` of the LaTeX-table document (v1.0 and v1.6)."""
     preamble = ["\\documentclass[border=20pt]{article}"]
     preamble += [f"\\usepackage{{{names}}}" for names in LATEX_TABLE_PACKAGES]
     preamble.append("\\setlength{\\parindent}{0pt}")
-    return "\n".join([*preamble, "\\begin{document}", latex, "\\end{document}"]) + "\n"
+    return preamble
+
+
+def _latex_table_document(latex: str) -> str:
+    lines = [*latex_table_preamble(), "\\begin{document}", latex, "\\end{document}"]
+    return "\n".join(lines) + "\n"
+
+
+def latexmlc_tables(document: str, version: str, timeout_s: float | None = None) -> str:
+    """The tables of ``latexmlc --quiet --nocomments`` run on the LaTeX ``document``: the text
+    between the first ``<table…>`` and the last ``</table>`` of its output wrapped in
+    ``<table>…</table>``; "" when latexmlc fails or runs past ``timeout_s`` seconds.
+
+    Raises:
+        LatexmlUnavailable: ``latexmlc`` is not on PATH (``version`` names the benchmark
+            version in the message).
+    """
+    latexmlc = shutil.which("latexmlc")
+    if latexmlc is None:
+        raise LatexmlUnavailable(
+            f"latexmlc (LaTeXML) is not on PATH; OmniDocBench {version} converts LaTeX tables"
+            " with it. Install it: `apt install latexml` (Debian/Ubuntu) or see"
+            " https://math.nist.gov/~BMiller/LaTeXML/"
+        )
+    with tempfile.TemporaryDirectory(prefix="omnidocbench-latexml-") as tmp:
+        source, dest = Path(tmp, "table.tex"), Path(tmp, "table.html")
+        source.write_text(document, encoding="utf-8")
+        command = [latexmlc, "--quiet", "--nocomments", f"--log={tmp}/table.log"]
+        command += [str(source), f"--dest={dest}"]
+        try:
+            done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return ""
+        if done.returncode != 0 or not dest.is_file():
+            return ""
+        output = dest.read_text(encoding="utf-8")
+    return "\n".join(f"<table>{body}</table>" for body in TABLE_BODY.findall(output))
 
 
 def latex_table_to_html(latex: str) -> str:
@@ -443,22 +500,7 @@ def latex_table_to_html(latex: str) -> str:
     Raises:
         LatexmlUnavailable: ``latexmlc`` is not on PATH (v1.0 would silently score "" instead).
     """
-    latexmlc = shutil.which("latexmlc")
-    if latexmlc is None:
-        raise LatexmlUnavailable(
-            "latexmlc (LaTeXML) is not on PATH; OmniDocBench v1.0 converts LaTeX tables with it."
-            " Install it: `apt install latexml` (Debian/Ubuntu) or see https://math.nist.gov/~BMiller/LaTeXML/"
-        )
-    with tempfile.TemporaryDirectory(prefix="omnidocbench-latexml-") as tmp:
-        source, dest = Path(tmp, "table.tex"), Path(tmp, "table.html")
-        source.write_text(_latex_table_document(latex), encoding="utf-8")
-        command = [latexmlc, "--quiet", "--nocomments", f"--log={tmp}/table.log"]
-        command += [str(source), f"--dest={dest}"]
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if done.returncode != 0 or not dest.is_file():
-            return ""
-        output = dest.read_text(encoding="utf-8")
-    return "\n".join(f"<table>{body}</table>" for body in _TABLE_BODY.findall(output))
+    return latexmlc_tables(_latex_table_document(latex), "v1.0")
 
 
 def normalize_table(table: str, table_format: str = "html") -> str:

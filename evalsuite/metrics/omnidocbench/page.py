@@ -433,12 +433,12 @@ def _table_sample(row: MatchedRow, table_format: str) -> ElementSample:
         row,
         norm_gt=norm_gt,
         norm_pred=norm_pred,
-        teds=_teds(norm_pred, norm_gt, structure_only=False),
-        teds_structure_only=_teds(norm_pred, norm_gt, structure_only=True),
+        teds=table_teds(norm_pred, norm_gt, structure_only=False),
+        teds_structure_only=table_teds(norm_pred, norm_gt, structure_only=True),
     )
 
 
-def _teds(norm_pred: str, norm_gt: str, *, structure_only: bool) -> float:
+def table_teds(norm_pred: str, norm_gt: str, *, structure_only: bool) -> float:
     """v1.0's TEDS of a table sample (``call_TEDS``): :func:`evalsuite.metrics.tables.teds`,
     0.0 where the official evaluation raises (and is caught: bad spans, two empty tables).
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -121,6 +121,7 @@ def summarize(
     rules: Rules = V10,
     *,
     with_cdm: bool = False,
+    gt_pages: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The official metric result of a run by ``rules``' version. ``page_info``: each page's
     ``page_attribute`` by image file name (every page of the ground truth, scored or not);
@@ -132,7 +133,11 @@ def summarize(
     v1.5 differences: ``all.Edit_dist`` adds ``edit_whole`` (``Σ Edit_num / Σ upper_len`` over
     the samples) and ``edit_sample_avg`` (mean of the samples' ``Edit_num / upper_len``, NaN
     ones skipped); ``page`` has no ``Edit_dist_var``; ``.png`` pages are pages
-    (:func:`sample_page`)."""
+    (:func:`sample_page`).
+
+    ``gt_pages`` (v1.6's ``gt_pages_by_element``: per element the ground-truth pages that hold
+    it): in ``page``, every metric but ``Edit_dist`` (TEDS, CDM) counts such a page, and each
+    of its attributes, without a sample as a page scoring 0.0."""
     result = {}
     for element in ELEMENTS:
         element_samples = list(samples.get(element, ()))
@@ -143,7 +148,10 @@ def summarize(
         result[element] = {
             "all": overall,
             "group": _groups(element, element_samples),
-            "page": _page_split(element, element_samples, page_info, rules),
+            "page": _page_split(
+                element, element_samples, page_info, rules,
+                _missing_page_metrics(element, with_cdm, (gt_pages or {}).get(element)),
+            ),
         }
     return result
 
@@ -228,7 +236,10 @@ def _page_split(
     samples: Sequence[ScoredSample],
     page_info: Mapping[str, Mapping[str, Any]],
     rules: Rules,
+    missing_pages: tuple[Sequence[str], Collection[str]] = ((), ()),
 ) -> dict[str, Any]:
+    """``missing_pages``: (metrics, pages) for which a page of ``pages`` that has no row of
+    such a metric under one of its attributes gets a row scoring 0.0 there (v1.6)."""
     if not page_info:
         return {}
     # metric -> (page, attribute) -> [(score, upper_len)], pages and rows in run order
@@ -250,6 +261,11 @@ def _page_split(
         for metric, score in metrics.items():
             for attribute in attributes:
                 rows[metric][(name, attribute)].append((score, upper_len))
+    missing_metrics, pages = missing_pages
+    for metric in missing_metrics:
+        for name in sorted(pages):
+            for attribute in ["ALL", *_page_attributes(page_info.get(name, {}))]:
+                rows[metric].setdefault((name, attribute), [(0.0, 0)])
     result: dict[str, Any] = {}
     if "Edit_dist" in rows:
         per_page = {
@@ -268,6 +284,19 @@ def _page_split(
         per_page = {key: _series_mean(s for s, _ in values) for key, values in by_key.items()}
         result[metric] = _group_reduce(per_page, _kahan_mean)
     return _sorted(result)
+
+
+def _missing_page_metrics(
+    element: str, with_cdm: bool, pages: Collection[str] | None
+) -> tuple[Sequence[str], Collection[str]]:
+    """The metrics other than ``Edit_dist`` that v1.6 expects of ``element``, and ``pages``."""
+    if not pages:
+        return (), ()
+    if element == "table":
+        return ("TEDS", "TEDS_structure_only"), pages
+    if element == "display_formula" and with_cdm:
+        return ("CDM",), pages
+    return (), ()
 
 
 def _page_attributes(attributes: Mapping[str, Any]) -> list[str]:

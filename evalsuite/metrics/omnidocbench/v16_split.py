@@ -22,20 +22,31 @@ from evalsuite.metrics.omnidocbench.v16_normalize import (
     strip_formula_tags,
 )
 
-__all__ = ["FormulaSplit", "latex_rows", "split_formula", "split_rows_orders", "split_rows_spans"]
+__all__ = [
+    "ENV_START",
+    "LOGIC_MARKER",
+    "FormulaSplit",
+    "alignment_cells",
+    "env_end",
+    "latex_rows",
+    "skip_row_break_options",
+    "split_formula",
+    "split_rows_orders",
+    "split_rows_spans",
+]
 
 _MULTILINE_ENVS = (
     "array", "aligned", "align", "align*", "alignedat", "alignedat*", "split", "gather",
     "gather*", "gathered", "multline", "multline*", "flalign", "flalign*", "eqnarray",
     "eqnarray*", "cases",
 )
-_ENV_START = re.compile(
+ENV_START = re.compile(
     r"^\\begin\{(?P<env>" + "|".join(re.escape(name) for name in _MULTILINE_ENVS) + r")\}"
     r"\s*(?P<extra>(?:\{[^{}]*\}\s*)*)",
     re.DOTALL,
 )
 _ALIGNED_ENVS = frozenset({"aligned", "align", "align*", "alignedat", "alignedat*"})
-_LOGIC_MARKER = re.compile(
+LOGIC_MARKER = re.compile(
     r"\\(?:Rightarrow|Leftrightarrow|Longrightarrow|Longleftrightarrow|"
     r"longrightarrow|longleftrightarrow|implies|therefore|because|"
     r"uparrow|downarrow|Updownarrow|forall|exists)\b|单调|否定"
@@ -106,13 +117,7 @@ def latex_rows(body: str) -> list[str]:
             rows.append("".join(current).strip())
             current = []
             index += len(_ROW_BREAK)
-            while index < len(body) and body[index].isspace():
-                index += 1
-            if index < len(body) and body[index] == "*":
-                index += 1
-            if index < len(body) and body[index] == "[":
-                close = body.find("]", index + 1)
-                index = close + 1 if close != -1 else index
+            index = skip_row_break_options(body, index)
         else:
             char = body[index]
             current.append(char)
@@ -123,7 +128,20 @@ def latex_rows(body: str) -> list[str]:
     return [row for row in rows if row]
 
 
-def _alignment_cells(line: str) -> list[str]:
+def skip_row_break_options(text: str, index: int) -> int:
+    """The index after what may follow a ``\\\\`` row break at ``index``: whitespace, a ``*``, then
+    an ``[…]`` option (to the next ``]``; an unclosed ``[`` is kept)."""
+    while index < len(text) and text[index].isspace():
+        index += 1
+    if index < len(text) and text[index] == "*":
+        index += 1
+    if index < len(text) and text[index] == "[":
+        close = text.find("]", index + 1)
+        index = close + 1 if close != -1 else index
+    return index
+
+
+def alignment_cells(line: str) -> list[str]:
     """``_split_top_level_alignment_cells``: the stripped cells at unescaped ``&`` outside
     ``\\begin``/``\\end`` tokens (braces are not counted)."""
     cells: list[str] = []
@@ -154,7 +172,7 @@ def _lead(line: str) -> str:
 
 
 def _independent_lhs(row: str) -> bool:
-    cells = _alignment_cells(row)
+    cells = alignment_cells(row)
     return len(cells) > 1 and bool(strip_formula_tags(cells[0]).strip())
 
 
@@ -168,16 +186,16 @@ def _explanatory(row: str) -> bool:
 
 
 def _logic(row: str) -> bool:
-    return bool(_LOGIC_MARKER.search(_lead(row)))
+    return bool(LOGIC_MARKER.search(_lead(row)))
 
 
 def _split_cases(body: str, rows: list[str]) -> bool:
     """A ``cases`` block is split when it has several rows, no top-level ``&``, a logic marker,
     and a nested environment, or a logic marker or explanatory text past its first row, or a
     logic marker in its first row."""
-    if len(rows) <= 1 or any(len(_alignment_cells(row)) > 1 for row in rows):
+    if len(rows) <= 1 or any(len(alignment_cells(row)) > 1 for row in rows):
         return False
-    if not _LOGIC_MARKER.search(body):
+    if not LOGIC_MARKER.search(body):
         return False
     return bool(
         _NESTED_ENV.search(body)
@@ -225,7 +243,7 @@ def _keep_array(spec: str, body: str, rows: list[str], wrapped: bool) -> bool:
     return wrapped and set(spec) <= {"l"} and len(rows) > 1
 
 
-def _env_end(text: str, env: str, start: int) -> int:
+def env_end(text: str, env: str, start: int) -> int:
     """Index of the ``\\end{env}`` closing an environment whose body starts at ``start``
     (nested ``\\begin{env}`` counted), -1 if none."""
     begin, end = f"\\begin{{{env}}}", f"\\end{{{env}}}"
@@ -298,11 +316,11 @@ def _env_split(raw: str) -> FormulaSplit | None:
     candidate = stripped[opening.end() :].lstrip() if opening else stripped
     closing = _CLOSE_BRACE_WRAPPER.search(candidate)
     core = candidate[: closing.start()].rstrip() if closing else candidate
-    start = _ENV_START.match(core)
+    start = ENV_START.match(core)
     if not start:
         return None
     env, end_tag = start.group("env"), f"\\end{{{start.group('env')}}}"
-    end = _env_end(core, env, start.end())
+    end = env_end(core, env, start.end())
     if end < start.end():
         return None
     body = core[start.end() : end]
