@@ -201,17 +201,21 @@ def page_blocks(gt_page: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]
             blocks[item["category_type"]].append(item)
     for group in groups:
         parts = sorted((truncated[anno_id] for anno_id in group), key=lambda block: block["order"])
-        first = parts[0]
-        blocks[first["category_type"]].append(
-            {
-                "category_type": first["category_type"],
-                "order": first["order"],
-                "anno_id": first["anno_id"],
-                "text": "".join(block["text"] for block in parts),
-                "merge_list": parts,
-            }
-        )
+        blocks[parts[0]["category_type"]].append(merged_block(parts))
     return blocks
+
+
+def merged_block(parts: list[Any]) -> dict[str, Any]:
+    """Truncated blocks (sorted by ``order``) as one: the first's ``category_type``, ``order``
+    and ``anno_id``, their ``text`` joined with ``""``, ``merge_list`` = ``parts``."""
+    first = parts[0]
+    return {
+        "category_type": first["category_type"],
+        "order": first["order"],
+        "anno_id": first["anno_id"],
+        "text": "".join(block["text"] for block in parts),
+        "merge_list": parts,
+    }
 
 
 def _sorted_blocks(blocks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -40,6 +40,7 @@ from rapidfuzz.distance import Levenshtein
 from evalsuite.errors import DatasetFormatError
 from evalsuite.metrics.omnidocbench import v16_formula, v16_quick, v16_tables
 from evalsuite.metrics.omnidocbench.normalize import INLINE_MATH, inline_math_to_unicode
+from evalsuite.metrics.omnidocbench.page import merged_block
 from evalsuite.metrics.omnidocbench.v16_normalize import (
     inline_to_unicode_v16,
     normalize_formula_v16,
@@ -137,14 +138,7 @@ def page_elements_v16(gt_page: Mapping[str, Any]) -> dict[str, list[dict]]:
                 f"a truncated block of {gt_page['page_info']['image_path']} has no order"
             )
         blocks.sort(key=lambda block: block["order"])
-        first = blocks[0]
-        elements[first["category_type"]].append({
-            "category_type": first["category_type"],
-            "order": first["order"],
-            "anno_id": first["anno_id"],
-            "text": "".join(block["text"] for block in blocks),
-            "merge_list": blocks,
-        })
+        elements[blocks[0]["category_type"]].append(merged_block(blocks))
     return elements
 
 
