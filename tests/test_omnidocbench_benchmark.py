@@ -151,15 +151,17 @@ def test_the_v15_gate_figures_equal_the_official_evaluation(predictions):
 
 def test_versions_scored_and_their_keys():
     bench = load_omnidocbench(FIXTURE)
-    assert omnidocbench.scoring_versions(bench, None) == ("1.0", "1.5")
+    assert omnidocbench.scoring_versions(bench, None) == ("1.0", "1.5", "1.6")
     assert omnidocbench.scoring_versions(bench, ("1.5",)) == ("1.5",)
     assert omnidocbench.parameter("base", "1.0", bench) == "mode=base"
     assert omnidocbench.parameter("base", "1.5", bench) == "mode=base,scorer=v1.5"
-    release = type(bench)(FIXTURE, [bench.pages[0]] * 1355)
-    assert omnidocbench.scoring_versions(release, None) == ("1.5",)
-    assert omnidocbench.parameter("base", "1.5", release) == "mode=base"
-    with pytest.raises(omnidocbench.VersionChoiceError, match=r"v1\.6 cannot be scored here"):
-        omnidocbench.scoring_versions(type(bench)(FIXTURE, [bench.pages[0]] * 1651), None)
+    for pages, version in ((1355, "1.5"), (1651, "1.6")):
+        release = type(bench)(FIXTURE, [bench.pages[0]] * pages)
+        assert omnidocbench.scoring_versions(release, None) == (version,)
+        assert omnidocbench.parameter("base", version, release) == "mode=base"
+        assert omnidocbench.parameter("base", "1.0", release) == "mode=base,scorer=v1.0"
+    with pytest.raises(omnidocbench.VersionChoiceError, match=r"v1\.7 cannot be scored here"):
+        omnidocbench.scoring_versions(bench, ("1.7",))
 
 
 def test_deepseek_post_processing():

@@ -303,6 +303,7 @@ def test_leaderboard_overall_is_the_notebook_formula() -> None:
         "text_block_edit_dist": 0.123,
         "display_formula_cdm": 87.654,
         "table_teds": 55.556,
+        "rule": "v1.5 notebook: parts rounded to 3 places before the mean",
     }
 
 

@@ -14,48 +14,21 @@ suite's stand-in for Source Han Sans SC; the scores equal the official ones with
 
 from __future__ import annotations
 
-import gzip
-import json
-from functools import cache
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from evalsuite.metrics.omnidocbench.evaluation import Evaluation, evaluate_pages
-from evalsuite.metrics.omnidocbench.formula_cdm import cdm_hook
-from tests.test_omnidocbench_v15 import same
+from evalsuite.metrics.omnidocbench.evaluation import Evaluation
+from tests.omnidocbench_official_runs import assert_same_metric_result, evaluate_run, load_runs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
-
-with gzip.open(FIXTURES / "v15_cdm_cases.json.gz", "rt", encoding="utf-8") as _handle:
-    PAYLOAD = json.load(_handle)
+CASES = "v15_cdm_cases.json.gz"
+PAYLOAD = load_runs(CASES)
 RUNS = sorted(PAYLOAD["runs"])
 
 pytestmark = pytest.mark.cdm
 
 
-@cache
-def _cases() -> dict[str, dict[str, Any]]:
-    with gzip.open(FIXTURES / "cases.json.gz", "rt", encoding="utf-8") as handle:
-        return {case["id"]: case for case in json.load(handle)["cases"]}
-
-
-@cache
 def _evaluation(run: str) -> Evaluation:
-    """The run as the official code saw it: the pages passing its filter, predictions by image
-    name, attributes of every page of its ground truth; the real v1.5 CDM."""
-    by_id = _cases()
-    everything = [by_id[page_id] for page_id in PAYLOAD["pages"]]
-    filt = PAYLOAD["runs"][run]["filter"] or {}
-    pages = [case for case in everything if all(
-        case["gt_page"]["page_info"]["page_attribute"].get(key) == value
-        for key, value in filt.items())]
-    predictions = {case["image_name"]: case["prediction_md"] for case in pages}
-    page_info = {case["image_name"]: case["gt_page"]["page_info"]["page_attribute"]
-                 for case in everything}
-    return evaluate_pages([case["gt_page"] for case in pages], predictions.get, page_info,
-                          version="1.5", formula_cdm=cdm_hook("1.5", workers=2))
+    """The run as the official code saw it (:func:`evaluate_run`), with the real v1.5 CDM."""
+    return evaluate_run(CASES, run, "1.5")
 
 
 def test_fixture_has_formulas_scored_by_cdm() -> None:
@@ -70,12 +43,7 @@ def test_fixture_has_formulas_scored_by_cdm() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_metric_result_equals_the_official_one(run: str) -> None:
-    official = PAYLOAD["runs"][run]["metric_result"]
-    result = _evaluation(run).result
-    differing = {element: result.get(element) for element in official
-                 if not same(result.get(element), official[element])}
-    assert differing == {}
-    assert same(result, official)
+    assert_same_metric_result(_evaluation(run).result, PAYLOAD["runs"][run]["metric_result"])
 
 
 @pytest.mark.slow

@@ -255,7 +255,8 @@ def recorded_extraction(page: dict) -> dict:
 @pytest.mark.parametrize("page_id", GENERATED + CONSTRUCTED)
 def test_whole_page(page_id: str) -> None:
     """The page step with the suite's own quick match, table conversion and formula steps, from
-    the official extraction's output (the suite's v1.6 extraction is not written yet)."""
+    the official extraction's output (from the markdown through the suite's own extraction:
+    test_omnidocbench_v16_extract.py)."""
     page = all_pages()[page_id]
     found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
                                      copy.deepcopy(recorded_extraction(page)), page["img_name"])

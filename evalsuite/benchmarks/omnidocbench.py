@@ -1,8 +1,9 @@
 """OmniDocBench end-to-end: each page converted to markdown, scored as OmniDocBench's official
-evaluation of a chosen version scores it (:mod:`evalsuite.metrics.omnidocbench`: v1.0, v1.5),
-with DeepSeek-OCR's own OmniDocBench request settings (``run_dpsk_ocr_eval_batch.py``: the
-grounding markdown prompt, the 40/90 n-gram rule with ``<td>``/``</td>`` allowed, temperature 0,
-up to 8192 tokens) and its post-processing of the output (:func:`deepseek_markdown`).
+evaluation of a chosen version scores it (:mod:`evalsuite.metrics.omnidocbench`: v1.0, v1.5,
+v1.6), with DeepSeek-OCR's own OmniDocBench request settings (``run_dpsk_ocr_eval_batch.py``:
+the grounding markdown prompt, the 40/90 n-gram rule with ``<td>``/``</td>`` allowed,
+temperature 0, up to 8192 tokens) and its post-processing of the output
+(:func:`deepseek_markdown`).
 
 Versions (:func:`scoring_versions`): by default the data's own release (by its page count:
 v1.0 981 pages, v1.5 1355, v1.6 1651); a set of pages that is no release (the project's
@@ -30,8 +31,8 @@ and the ``omnidocbench_summary*.json`` artifacts follow the official code exactl
 - a page whose engine call failed counts worst (edit 1, TEDS 0, CDM 0) on its elements, where
   the official evaluation would skip a page without prediction file;
 - every page is scored as a run of its own (:func:`.evaluation.score_page`): v1.0's table
-  format (LaTeX-table predictions when a page has more of them than HTML tables) and v1.5's
-  formulas-read-as-text rule are decided per page, not once per run.
+  format (LaTeX-table predictions when a page has more of them than HTML tables) and the
+  formulas-read-as-text rules of v1.5 and v1.6 are decided per page, not once per run.
 """
 
 from __future__ import annotations
@@ -124,8 +125,8 @@ BENCHMARK = register(
     Benchmark(
         name="omnidocbench",
         title="OmniDocBench",
-        description="OmniDocBench end-to-end page parsing, scored as its official v1.0 or v1.5 "
-        "evaluation",
+        description="OmniDocBench end-to-end page parsing, scored as its official v1.0, v1.5 "
+        "or v1.6 evaluation",
         sources=(
             DataSource(
                 "fixtures",

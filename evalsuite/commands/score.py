@@ -1,20 +1,21 @@
 """``evalsuite score BENCHMARK``: score markdown predictions you already have against a public
 benchmark's ground truth, with the official scorer's numbers, without running any engine.
 
-``evalsuite score omnidocbench --gt OmniDocBench.json --pred DIR [--version 1.0|1.5] [--no-cdm]
-[--json] [--filter KEY=VALUE]``: ``DIR`` holds one ``<image stem>.md`` per page (the official
-naming). Scored as OmniDocBench's official end-to-end evaluation of ``--version``: 1.0
-(895837f, the DeepSeek-OCR paper's) or 1.5 (0f22218); by default the version of the ground
-truth's release by its page count (981: 1.0, 1355: 1.5, 1651: 1.6, not implemented yet), else
-the newest implemented. v1.5 scores display formulas with CDM unless ``--no-cdm``. Prints the
-version and commit, the overall figures (v1.0: the paper's per-language table; v1.5: the
-leaderboard overall), breakdowns per page attribute, and the pages without a prediction, which
-both versions skip (exit status 1 when there are any); ``--json`` prints ``{"version",
-"commit", "pages": {stem: {"text_block_edit_dist", "display_formula_edit_dist", "table_teds",
+``evalsuite score omnidocbench --gt OmniDocBench.json --pred DIR [--version 1.0|1.5|1.6]
+[--no-cdm] [--json] [--filter KEY=VALUE]``: ``DIR`` holds one ``<image stem>.md`` per page (the
+official naming). Scored as OmniDocBench's official end-to-end evaluation of ``--version``: 1.0
+(895837f, the DeepSeek-OCR paper's), 1.5 (0f22218) or 1.6 (9dc1dec); by default the version of
+the ground truth's release by its page count (981: 1.0, 1355: 1.5, 1651: 1.6), else the newest.
+From v1.5 on display formulas are scored with CDM unless ``--no-cdm``. Prints the version and
+commit, the overall figures (v1.0: the paper's per-language table; from v1.5 on: the leaderboard
+overall, its parts rounded (v1.5's notebook) or not (v1.6's eval_report)), breakdowns per page
+attribute, and the pages without a prediction, which v1.0 and v1.5 skip and v1.6 scores as
+empty pages (exit status 1 when there are any); ``--json`` prints ``{"version", "commit",
+"pages": {stem: {"text_block_edit_dist", "display_formula_edit_dist", "table_teds",
 "table_teds_structure_only", "table_edit_dist", "reading_order_edit_dist"}}, "overall",
-"official", "missing_predictions", "table_format"}`` (v1.5 adds ``"figures"``; its
-``"overall"`` is the leaderboard overall, null without CDM, with its parts), null where the
-official code has no value.
+"official", "missing_predictions", "table_format"}`` (from v1.5 on with ``"figures"``; its
+``"overall"`` is the leaderboard overall, null without CDM, with its parts and ``"rule"``, the
+rounding applied), null where the official code has no value.
 
 ``evalsuite score olmocr-bench --tests BENCH_DATA --pred DIR [--json]``: ``BENCH_DATA`` holds
 the ``*.jsonl`` test files and ``pdfs/``; ``DIR`` one ``<pdf path less .pdf>_pg<page>_repeat<n>.md``
@@ -53,6 +54,7 @@ from evalsuite.metrics.omnidocbench.evaluation import (
 from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_hook
 from evalsuite.metrics.omnidocbench.versions import (
     DATASET_VERSIONS,
+    V16,
     rules_for,
     version_for_pages,
 )
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
     omnidoc = benchmarks.add_parser(
-        "omnidocbench", help="OmniDocBench end-to-end, as its official v1.0 or v1.5 scorer",
+        "omnidocbench", help="OmniDocBench end-to-end, as its official v1.0, v1.5 or v1.6 scorer",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     omnidoc.add_argument("--version", choices=sorted({*OFFICIAL_VERSION,
@@ -86,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="official evaluation version (default: the ground truth's release "
                          "by its page count, else the newest implemented)")
     omnidoc.add_argument("--no-cdm", action="store_true",
-                         help="v1.5: leave CDM out (no formula CDM, no leaderboard overall)")
+                         help="v1.5, v1.6: leave CDM out (no formula CDM, no leaderboard overall)")
     omnidoc.add_argument("--gt", required=True, help="OmniDocBench.json")
     omnidoc.add_argument("--pred", required=True, help="folder of <image stem>.md files")
     omnidoc.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -198,8 +200,10 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
     else:
         print(omnidocbench_summary(evaluation, len(pages)))
     if evaluation.missing:
-        print(f"{len(evaluation.missing)} page(s) have no prediction and were skipped, as the "
-              f"official v{evaluation.version} evaluation skips them: "
+        treated = ("were scored as empty pages, as the official v1.6 evaluation scores them"
+                   if evaluation.version == V16.version else
+                   f"were skipped, as the official v{evaluation.version} evaluation skips them")
+        print(f"{len(evaluation.missing)} page(s) have no prediction and {treated}: "
               f"{', '.join(evaluation.missing[:5])}"
               f"{' …' if len(evaluation.missing) > 5 else ''}", file=sys.stderr)
         return 1
@@ -235,8 +239,8 @@ def omnidocbench_summary(evaluation: Evaluation, page_count: int) -> str:
         )]
     if evaluation.leaderboard is not None:
         board = evaluation.leaderboard
-        lines += ["", "leaderboard overall (v1.5 notebook: ((1 - text edit) x 100 + formula CDM "
-                  "+ table TEDS) / 3, parts rounded to 3 places):", format_table(
+        lines += ["", "leaderboard overall (((1 - text edit) x 100 + formula CDM + table TEDS) "
+                  f"/ 3; {board['rule']}):", format_table(
                       ("overall", "text edit", "formula CDM", "table TEDS"),
                       [tuple(_number(board[key]) for key in (
                           "overall", "text_block_edit_dist", "display_formula_cdm",

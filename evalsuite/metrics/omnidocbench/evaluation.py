@@ -1,16 +1,18 @@
 """A whole OmniDocBench end-to-end evaluation: ground-truth pages plus one markdown prediction
 per page in, per-page figures and the official aggregates out, by the rules of version 1.0
-(895837f) or 1.5 (0f22218) (:mod:`.versions`).
+(895837f), 1.5 (0f22218) or 1.6 (9dc1dec) (:mod:`.versions`; v1.6's page step and metric step
+are :mod:`.v16_page` and :mod:`.v16_summary`).
 
 - Prediction files are looked up as the official code does, first match wins: ``<stem>.md``,
   ``<stem less ".pdf">.mmd``, ``<stem less ".pdf">.md``, ``<image name>.md`` (stem: the image
   name less its last 4 characters).
-- A page without a prediction is **skipped**, as both versions skip it: it has no sample
-  anywhere (its attributes still count as known pages). :attr:`Evaluation.missing` lists them.
+- A page without a prediction is **skipped** by v1.0 and v1.5, as they skip it: it has no
+  sample anywhere (its attributes still count as known pages); v1.6 scores it as an empty page.
+  :attr:`Evaluation.missing` lists them.
 - The table format (HTML or LaTeX predictions) is decided once for the run
-  (:func:`.page.run_samples`; always HTML in v1.5).
-- CDM (v1.5's display-formula metric) is computed only through the ``formula_cdm`` hook of
-  :func:`evaluate_pages`.
+  (:func:`.page.run_samples`; always HTML from v1.5 on).
+- CDM (the display-formula metric from v1.5 on) is computed only through the ``formula_cdm``
+  hook of :func:`evaluate_pages`.
 """
 
 from __future__ import annotations
@@ -33,8 +35,15 @@ from evalsuite.metrics.omnidocbench.page import (
     run_samples,
     values_by_page,
 )
-from evalsuite.metrics.omnidocbench.summary import overall_table, summarize
-from evalsuite.metrics.omnidocbench.versions import RULES, rules_for
+from evalsuite.metrics.omnidocbench.summary import overall_table, sample_page, summarize
+from evalsuite.metrics.omnidocbench.v16_page import match_page_v16
+from evalsuite.metrics.omnidocbench.v16_summary import (
+    RunResultV16,
+    evaluate_run_v16,
+    gt_pages_by_element,
+    match_debug_v16,
+)
+from evalsuite.metrics.omnidocbench.versions import RULES, V16, rules_for
 
 OFFICIAL_VERSION = {version: rules.label for version, rules in RULES.items()}
 """Per implemented version, the evaluation it reproduces (``OmniDocBench v1.5 end-to-end
@@ -55,10 +64,11 @@ PAGE_FIELDS = {
 class Evaluation:
     """``pages``: per scored page (by image stem) its figures, None where the page has no
     sample of that element; ``result``: the official metric result (:func:`.summary.summarize`);
-    ``overall``: v1.0's "Overall" table (None in v1.5, or when an element has no page figures);
-    ``missing``: image names without a prediction; ``table_format``: the run's table format;
-    ``version``/``commit``: the official evaluation reproduced; ``leaderboard``: v1.5's
-    overall (:func:`leaderboard_overall`), None in v1.0."""
+    ``overall``: v1.0's "Overall" table (None from v1.5 on, or when an element has no page
+    figures); ``missing``: image names without a prediction (skipped before v1.6, empty pages
+    in v1.6); ``table_format``: the run's table format; ``version``/``commit``: the official
+    evaluation reproduced; ``leaderboard``: the leaderboard overall of v1.5
+    (:func:`leaderboard_overall`) or v1.6 (:func:`leaderboard_overall_v16`), None in v1.0."""
 
     pages: dict[str, dict[str, float | None]]
     result: dict[str, dict[str, Any]]
@@ -164,6 +174,11 @@ def _with_cdm(samples: list[ElementSample], formula_cdm: FormulaCdm) -> list[Ele
                                                                            strict=True)]
 
 
+ROUNDED_PARTS = "v1.5 notebook: parts rounded to 3 places before the mean"
+UNROUNDED_PARTS = "v1.6 eval_report: parts not rounded"
+"""How each version's leaderboard overall treats its parts (its ``"rule"``)."""
+
+
 def leaderboard_overall(result: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """v1.5's leaderboard overall (``tools/generate_result_tables.ipynb`` at 0f22218, cell 1):
     ``((1 - text) * 100 + cdm + teds) / 3`` with ``text`` = ``text_block.all.Edit_dist.
@@ -171,7 +186,8 @@ def leaderboard_overall(result: Mapping[str, Mapping[str, Any]]) -> dict[str, An
     ``table.page.TEDS.ALL`` x 100, each rounded to 3 decimals first (``DataFrame.round(3)``).
 
     ``overall`` is None without CDM or without a text or table figure (the notebook counts a
-    missing CDM or TEDS as 0); the parts are returned rounded, None where missing."""
+    missing CDM or TEDS as 0); the parts are returned rounded, None where missing; ``rule``
+    says so."""
     def found(element: str, part: str, metric: str, key: str) -> float | None:
         value = result[element][part].get(metric, {}).get(key)
         return None if not isinstance(value, float) or math.isnan(value) else value
@@ -189,7 +205,22 @@ def leaderboard_overall(result: Mapping[str, Mapping[str, Any]]) -> dict[str, An
     if len(known) == len(parts):
         rounded_text, rounded_cdm, rounded_teds = known
         overall = ((1 - rounded_text) * 100 + rounded_cdm + rounded_teds) / 3
-    return {"overall": overall, **parts}
+    return {"overall": overall, **parts, "rule": ROUNDED_PARTS}
+
+
+def leaderboard_overall_v16(run: RunResultV16) -> dict[str, Any]:
+    """v1.6's leaderboard overall: eval_report's ``overall_notebook``
+    (``((1 - text) * 100 + cdm * 100 + teds * 100) / 3`` on the same three figures as v1.5's,
+    unrounded), with its parts as the notebook shows them (None where missing)."""
+    summary = run.run_report("")["notebook_metric_summary"]
+    metrics = summary["metrics"]
+    return {
+        "overall": summary["overall_notebook"],
+        "text_block_edit_dist": metrics["text_block_Edit_dist"]["notebook_value"],
+        "display_formula_cdm": metrics["display_formula_CDM"]["notebook_value"],
+        "table_teds": metrics["table_TEDS"]["notebook_value"],
+        "rule": UNROUNDED_PARTS,
+    }
 
 
 def score_page(
@@ -205,6 +236,8 @@ def score_page(
 
     The page is its own run: the run-wide rules see this page only (the table format of v1.0;
     in v1.5 a formula matched to text joins the text samples unless the page has none)."""
+    if version == V16.version:
+        return _score_page_v16(gt_page, prediction, formula_cdm)
     rules = rules_for(version)
     page = match_page(gt_page, prediction, rules=rules)
     _, samples = run_samples([page], rules)
@@ -226,17 +259,20 @@ def evaluate_pages(
     formula_cdm: FormulaCdm | None = None,
 ) -> Evaluation:
     """Score ``pages`` (ground-truth entries, in order) with ``predictions(image name)`` (None:
-    no prediction, the page is skipped) by the official evaluation of ``version`` ("1.0",
-    "1.5"); ``page_info``: every page's attributes by image name (the whole ground truth, also
-    when ``pages`` is a filtered part of it); ``formula_cdm``: v1.5's CDM scorer (None: no CDM
+    no prediction: the page is skipped, in v1.6 scored as an empty page) by the official
+    evaluation of ``version`` ("1.0", "1.5", "1.6"); ``page_info``: every page's attributes by
+    image name (the whole ground truth, also when ``pages`` is a filtered part of it);
+    ``formula_cdm``: the version's CDM scorer (:func:`.formula_cdm.cdm_hook`; None: no CDM
     figures; v1.0 has none).
 
     Raises:
         ValueError: an unknown version, or ``formula_cdm`` with version "1.0".
         MatchError: a page the official evaluation stops on."""
     rules = rules_for(version)
+    if version == V16.version:
+        return _evaluate_v16(pages, predictions, page_info, formula_cdm)
     if formula_cdm is not None and not rules.hybrid_match:
-        raise ValueError("CDM is part of the v1.5 evaluation only")
+        raise ValueError("CDM is part of the evaluation from v1.5 on, not of v1.0")
     matched: list[PageMatches] = []
     missing = []
     for page in pages:
@@ -261,3 +297,48 @@ def evaluate_pages(
         return Evaluation(figures, result, None, missing, table_format, rules.version,
                           rules.commit, leaderboard_overall(result))
     return Evaluation(figures, result, overall_table(result), missing, table_format)
+
+
+def _evaluate_v16(
+    pages: Sequence[Mapping[str, Any]],
+    predictions: Callable[[str], str | None],
+    page_info: Mapping[str, Mapping[str, Any]],
+    formula_cdm: FormulaCdm | None,
+) -> Evaluation:
+    """:func:`evaluate_pages` by v1.6: every page scored, one without a prediction as empty."""
+    outputs, missing, names = [], [], []
+    for page in pages:
+        name = Path(page["page_info"]["image_path"]).name
+        text = predictions(name)
+        if text is None:
+            missing.append(name)
+        names.append(name)
+        outputs.append(dict(zip(V16_PAGE_OUTPUTS, match_page_v16(page, text or "", name),
+                                strict=True)))
+    run = evaluate_run_v16(outputs, page_info, gt_pages_by_element(pages),
+                           formula_cdm=formula_cdm, match_debug=match_debug_v16(len(pages)))
+    by_page = {element: [replace(sample, img_id=sample_page(sample.img_id, V16))
+                         for sample in members]
+               for element, members in run.samples.items()}
+    values = values_by_page(by_page, names)
+    figures = {name[:-4]: {field: page[key] for field, key in PAGE_FIELDS.items()}
+               for name, page in values.items()}
+    return Evaluation(figures, run.metric_result, None, missing, "html", V16.version,
+                      V16.commit, leaderboard_overall_v16(run))
+
+
+V16_PAGE_OUTPUTS = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
+"""The elements of v1.6's page step output, in its order (:func:`.v16_page.match_page_v16`)."""
+
+
+def _score_page_v16(
+    gt_page: Mapping[str, Any], prediction: str, formula_cdm: FormulaCdm | None
+) -> dict[str, float | None]:
+    name = Path(gt_page["page_info"]["image_path"]).name
+    evaluation = _evaluate_v16([gt_page], lambda _: prediction,
+                               {name: gt_page["page_info"].get("page_attribute", {})}, formula_cdm)
+    figures: dict[str, float | None] = dict(evaluation.pages[name[:-4]])
+    cdm = evaluation.result["display_formula"]["all"].get("CDM", {}).get("all")
+    figures["display_formula_cdm"] = cdm if isinstance(cdm, float) else None
+    return figures
+

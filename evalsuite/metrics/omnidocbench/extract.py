@@ -57,14 +57,14 @@ _IMAGE = re.compile(r"!\[.*?\]\(.*?\)")
 _TABLE_ENV = re.compile(r"\\begin{table}(.*?)\\end{table}", re.DOTALL)
 _TABULAR_BEGIN = re.compile(r"\\begin{tabular}")
 _TABULAR_END = re.compile(r"\\end{tabular}")
-_HTML_TABLE_BEGIN = re.compile(r"<table(?:[^>]*)>")
-_HTML_TABLE_END = re.compile(r"</table>")
-_FORMULA = re.compile(r"\$\$(.*?)\$\$|\\\[(.*?)\\\]|\$(.*?)\$|\\\((.*?)\\\)", re.DOTALL)
+HTML_TABLE_BEGIN = re.compile(r"<table(?:[^>]*)>")
+HTML_TABLE_END = re.compile(r"</table>")
+FORMULA = re.compile(r"\$\$(.*?)\$\$|\\\[(.*?)\\\]|\$(.*?)\$|\\\((.*?)\\\)", re.DOTALL)
 _DOLLAR_OR_PAREN_FORMULA = re.compile(r"\$\$(.*?)\$\$|\$(.*?)\$|\\\((.*?)\\\)", re.DOTALL)
-_CONVERTED_TABLE = re.compile(r"(<table.*?</table>)", re.DOTALL)
-_PAGE_TAGS = ("<html>", "</html>", "<body>", "</body>")
-_CODE_BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
-_LATEX_WRAPPERS = tuple(
+CONVERTED_TABLE = re.compile(r"(<table.*?</table>)", re.DOTALL)
+PAGE_TAGS = ("<html>", "</html>", "<body>", "</body>")
+CODE_BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+LATEX_WRAPPERS = tuple(
     re.compile(pattern, flags)
     for pattern, flags in (
         (r"\\title\{(.*?)\}", 0),
@@ -76,7 +76,7 @@ _LATEX_WRAPPERS = tuple(
 )
 
 
-def _balanced_spans(
+def balanced_spans(
     text: str, begin: re.Pattern[str], end: re.Pattern[str], step: int, restart: int
 ) -> list[tuple[int, int]]:
     """Outermost begin/end-balanced spans of ``text`` (``extract_tabular``/``extract_html_table``).
@@ -114,25 +114,26 @@ def _balanced_spans(
         offset = open_starts[0] + restart
 
 
-def _latex_tables(text: str) -> list[tuple[int, str]]:
+def latex_tables(text: str) -> list[tuple[int, str]]:
     """(start, source) of the LaTeX tables (``extract_tex_table``): every shortest
     ``\\begin{table}…\\end{table}``, then the balanced tabulars of the text with those blanked,
     sorted by start. ``\\begin{table*}`` is not a table; its tabulars are found."""
     tables = [(match.start(), match.group(0)) for match in _TABLE_ENV.finditer(text)]
     for start, table in tables:
-        text = _blank(text, start, start + len(table))
+        text = blank_span(text, start, start + len(table))
     tables += [
         (start, text[start:end])
-        for start, end in _balanced_spans(text, _TABULAR_BEGIN, _TABULAR_END, 14, 16)
+        for start, end in balanced_spans(text, _TABULAR_BEGIN, _TABULAR_END, 14, 16)
     ]
     return sorted(tables, key=lambda table: table[0])
 
 
-def _blank(text: str, start: int, end: int) -> str:
+def blank_span(text: str, start: int, end: int) -> str:
+    """``text`` with ``[start, end)`` replaced by as many spaces (positions stay put)."""
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def _formula(match: re.Match[str], rules: Rules) -> tuple[str, str | None, bool]:
+def formula_from_match(match: re.Match[str], rules: Rules) -> tuple[str, str | None, bool]:
     """(content, fine category, blanked?) of one formula match.
 
     Rule: all whitespace is deleted (``str.split``; v1.5: the match is stripped and its lines
@@ -203,39 +204,39 @@ def split_markdown(markdown: str, rules: Rules = V10) -> dict[str, list[Predicte
         rules.collapse_symbol_runs,
     )
     if rules.strip_page_tags:
-        for tag in _PAGE_TAGS:
+        for tag in PAGE_TAGS:
             content = content.replace(tag, "")
     found: list[PredictedElement] = []
 
-    for start, table in _latex_tables(content):
+    for start, table in latex_tables(content):
         found.append(PredictedElement("latex_table", table, (start, start + len(table))))
-        content = _blank(content, start, start + len(table))
+        content = blank_span(content, start, start + len(table))
 
-    html_spans = _balanced_spans(content, _HTML_TABLE_BEGIN, _HTML_TABLE_END, 8, 16)
+    html_spans = balanced_spans(content, HTML_TABLE_BEGIN, HTML_TABLE_END, 8, 16)
     for start, table in [(start, content[start:end]) for start, end in html_spans]:
         found.append(PredictedElement("html_table", table, (start, start + len(table))))
-        content = _blank(content, start, start + len(table))
+        content = blank_span(content, start, start + len(table))
 
-    for match in _FORMULA.finditer(content):
-        formula, fine_category, blanked = _formula(match, rules)
+    for match in FORMULA.finditer(content):
+        formula, fine_category, blanked = formula_from_match(match, rules)
         found.append(PredictedElement("equation_isolated", formula, match.span(), fine_category))
         if blanked:
-            content = _blank(content, *match.span())
+            content = blank_span(content, *match.span())
 
     if len(MARKDOWN_TABLE.findall(content + "\n")) >= 2:
         content = markdown_tables_to_html(content)
-        for match in _CONVERTED_TABLE.finditer(content):
+        for match in CONVERTED_TABLE.finditer(content):
             found.append(
                 PredictedElement("html_table", match.group(0), match.span(), "md2html_table")
             )
-            content = _blank(content, *match.span())
+            content = blank_span(content, *match.span())
 
-    for match in _CODE_BLOCK.finditer(content):
+    for match in CODE_BLOCK.finditer(content):
         code = match.group(2).strip()
         found.append(PredictedElement("text_all", code, match.span(), "code", match.group(1)))
-        content = _blank(content, *match.span())
+        content = blank_span(content, *match.span())
 
-    for wrapper in _LATEX_WRAPPERS:
+    for wrapper in LATEX_WRAPPERS:
         content = wrapper.sub(r"\1", content)
 
     pieces = content.split("\n\n")

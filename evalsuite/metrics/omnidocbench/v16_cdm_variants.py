@@ -23,7 +23,12 @@ from evalsuite.metrics.omnidocbench.v16_normalize import (
 )
 from evalsuite.metrics.omnidocbench.v16_split import skip_row_break_options
 
-__all__ = ["build_matrix_cdm_variants", "sanitize_formula_candidate", "sanitize_formula_for_cdm"]
+__all__ = [
+    "build_matrix_cdm_variants",
+    "sanitize_formula_candidate",
+    "sanitize_formula_for_cdm",
+    "strip_formula_wrappers",
+]
 
 _MATRIX_ENVS = ("matrix", "bmatrix", "pmatrix", "vmatrix", "Vmatrix", "smallmatrix")
 _MATRIX_GROUP = "|".join(_MATRIX_ENVS)
@@ -217,6 +222,16 @@ def build_matrix_cdm_variants(gt_text: str, pred_text: str) -> tuple[str, str]:
     return gt_cdm or raw_gt, pred_cdm if pred_cdm and pred_cdm != raw_pred else ""
 
 
+def strip_formula_wrappers(text: str) -> str:
+    """Every ``$$…$$``, ``\\[…\\]``, ``\\(…\\)`` then ``$…$`` replaced by its content with a
+    space either side (``_strip_formula_wrappers_keep_content``); a non-string reads as ''."""
+    if not isinstance(text, str):
+        return ""
+    for pattern in _DELIMITED:
+        text = pattern.sub(lambda found: f" {found[1]} ", text)
+    return text
+
+
 def sanitize_formula_candidate(text: str) -> str:
     """``_sanitize_formula_candidate``: a text line made a display formula: whitespace
     collapsed, math delimiters removed (content kept), Unicode operators and full-width brackets
@@ -226,8 +241,7 @@ def sanitize_formula_candidate(text: str) -> str:
     text = " ".join(str(text or "").replace("\u3000", " ").split())
     if not text:
         return ""
-    for pattern in _DELIMITED:
-        text = pattern.sub(lambda found: f" {found[1]} ", text)
+    text = strip_formula_wrappers(text)
     for old, new in _CANDIDATE_REPLACEMENTS:
         text = text.replace(old, new)
     arrow = _ARROW.search(text)

@@ -235,32 +235,36 @@ def _weak_latex(latex: str) -> bool:
     )
 
 
-def inline_to_unicode_v16(body: str) -> str | None:
-    """How v1.6 converts an inline formula's body in text (``textblock2unicode`` with
-    ``safe_latex_to_text(body, fallback=body)``): None (span kept) when too complex
-    (:func:`_inline_too_complex`); the stripped body when it has no ``\\ { } $``; the body
-    itself when it reads as plain words, too little LaTeX or malformed LaTeX
-    (:func:`.pylatexenc_v210.looks_malformed`), or when pylatexenc **2.10** raises; else
-    pylatexenc 2.10's text.
+def safe_latex_to_text_v16(latex: str, fallback: str) -> str:
+    """``safe_latex_to_text(latex, fallback=fallback)`` for a formula: ``latex`` itself when it has
+    none of ``\\ { } $``; ``fallback`` when it reads as plain words, has too little LaTeX or is
+    malformed (:func:`.pylatexenc_v210.looks_malformed`), or when pylatexenc **2.10** raises;
+    else pylatexenc 2.10's text.
 
-    Deviation: the official conversion runs in a subprocess with a 30 s limit and falls back to
-    the body past it; here it runs unbounded, so results do not depend on machine speed (2.10
-    returned at once on every reference case)."""
-    if _inline_too_complex(body):
-        return None
-    latex = body.strip()
+    Deviation: the official conversion runs in a subprocess with a 30 s limit and falls back
+    past it; here it runs unbounded, so results do not depend on machine speed (2.10 returned at
+    once on every reference case)."""
     if not any(char in latex for char in "\\{}$"):
         return latex
     if _plain_words(latex) or _weak_latex(latex) or pylatexenc_v210.looks_malformed(
         latex, _TEXT_MAX_LATEX_CHARS
     ):
-        return body
+        return fallback
     try:
         return pylatexenc_v210.latex_to_text(latex)
     except pylatexenc_v210.PylatexencV210Missing:
         raise
-    except Exception:  # any failure of the conversion falls back to the body officially
-        return body
+    except Exception:  # any failure of the conversion falls back officially
+        return fallback
+
+
+def inline_to_unicode_v16(body: str) -> str | None:
+    """How v1.6 converts an inline formula's body in text (``textblock2unicode``): None (span
+    kept) when too complex (:func:`_inline_too_complex`), else
+    :func:`safe_latex_to_text_v16` of the stripped body with the body as fallback."""
+    if _inline_too_complex(body):
+        return None
+    return safe_latex_to_text_v16(body.strip(), fallback=body)
 
 
 def normalize_text_v16(text: str) -> str:

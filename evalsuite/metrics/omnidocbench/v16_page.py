@@ -57,6 +57,7 @@ __all__ = [
     "adapt_cross_category_norm",
     "local_text_span_fallback",
     "match_extracted_page_v16",
+    "match_page_v16",
     "page_elements_v16",
     "reading_order_v16",
     "sorted_by_order",
@@ -483,10 +484,11 @@ def match_extracted_page_v16(
 ) -> list:
     """One page's samples (``process_get_matched_elements``): ``[text rows, display-formula
     rows, LaTeX-table rows (always empty in v1.6), HTML-table rows, reading-order sample]``,
-    from the prediction's elements by category (``md_tex_filter``'s output, not implemented
-    here yet; its items are read, not copied, as officially). A page without a prediction is
-    scored as an empty page (``_match_single_page``). The categories' order (officially
-    that of their first element on the page) orders the predictions given to the text match.
+    from the prediction's elements by category (``md_tex_filter``'s output,
+    :func:`.v16_extract.md_tex_filter_v16`; its items are read, not copied, as officially). A
+    page without a prediction is scored as an empty page (``_match_single_page``). The
+    categories' order (officially that of their first element on the page) orders the
+    predictions given to the text match.
 
     The reading-order sample is ``[]`` when the page has no rows at all, ``{}`` when its rows
     hold no orders (as officially).
@@ -521,3 +523,15 @@ def match_extracted_page_v16(
     ordered = [*text_rows, *formula_rows, *table_rows]
     order_sample = reading_order_v16(ordered, img_name) if ordered else []
     return [text_rows, formula_rows, [], table_rows, order_sample]
+
+
+def match_page_v16(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> list:
+    """One page's samples from its predicted Markdown (``process_get_matched_elements``):
+    :func:`match_extracted_page_v16` on ``md_tex_filter_v16(markdown)``.
+
+    Give ``markdown`` as the official reads a prediction file: UTF-8 text with universal newlines
+    (``\\r\\n`` and ``\\r`` read as ``\\n``); ``""`` for a page without a prediction.
+    """
+    from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
+
+    return match_extracted_page_v16(gt_page, md_tex_filter_v16(markdown), img_name)

@@ -89,15 +89,14 @@ V16 = replace(
     max_run=160,
     formulas_found_in_text=False,
 )
-"""v1.6's rules so far: its quick match (:mod:`.mgam`) reads ``max_run`` and
-``formulas_found_in_text``; the page step and aggregation of v1.6 are not implemented, so it is
-not in :data:`RULES` (its formula normalisation is :mod:`.v16_normalize`'s, not
-``formula_extra_deletions``)."""
-RULES = {rules.version: rules for rules in (V10, V15)}
+"""v1.6's rules: its quick match (:mod:`.mgam`) reads ``max_run`` and ``formulas_found_in_text``;
+its page step (:mod:`.v16_page`) and metric step (:mod:`.v16_summary`) are its own modules (its
+formula normalisation is :mod:`.v16_normalize`'s, not ``formula_extra_deletions``)."""
+RULES = {rules.version: rules for rules in (V10, V15, V16)}
 
 
 def rules_for(version: str) -> Rules:
-    """The rules of ``version`` ("1.0" or "1.5").
+    """The rules of ``version`` ("1.0", "1.5" or "1.6").
 
     Raises:
         VersionNotImplemented: another version."""
