@@ -22,10 +22,9 @@ from pathlib import Path
 import pytest
 
 from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
-from evalsuite.metrics.omnidocbench.v16_page import match_extracted_page_v16
+from evalsuite.metrics.omnidocbench.v16_page import PAGE_OUTPUTS, match_extracted_page_v16
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
-OUTPUT_NAMES = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
 LATEXML_PAGES = 2
 """How many pages holding LaTeX tables each case file contributes."""
 LATEX_TABLE_OPENINGS = ("\\begin{tabular}", "\\begin{table}")
@@ -113,7 +112,7 @@ def test_whole_page_from_markdown() -> None:
     for page in recorded_pages():
         found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
                                          md_tex_filter_v16(page["markdown"]), page["img_name"])
-        if as_recorded(dict(zip(OUTPUT_NAMES, found, strict=True))) != page["outputs"]:
+        if as_recorded(dict(zip(PAGE_OUTPUTS, found, strict=True))) != page["outputs"]:
             differing.append(page["id"])
     assert differing == []
 

@@ -22,6 +22,7 @@ import pytest
 
 from evalsuite.metrics.omnidocbench.v16_page import (
     IGNORED_TEXT_CATEGORIES,
+    PAGE_OUTPUTS,
     PageSteps,
     adapt_cross_category_norm,
     local_text_span_fallback,
@@ -34,7 +35,6 @@ from evalsuite.metrics.omnidocbench.v16_page import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
-OUTPUT_NAMES = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
 MIXED = ("text_block", "title", "code_txt", "code_txt_caption", "reference", "equation_caption",
          "figure_caption", "figure_footnote", "table_caption", "table_footnote", "code_algorithm",
          "code_algorithm_caption", "header", "footer", "page_footnote", "page_number",
@@ -239,7 +239,7 @@ def test_page_glue_with_recorded_steps(page_id: str) -> None:
     found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
                                      copy.deepcopy(stages["md_tex_filter"]), page["img_name"],
                                      replayed_steps(stages))
-    assert dict(zip(OUTPUT_NAMES, plain(found), strict=True)) == page["outputs"]
+    assert dict(zip(PAGE_OUTPUTS, plain(found), strict=True)) == page["outputs"]
 
 
 # --- whole pages with the suite's own steps -----------------------------------------------------
@@ -260,4 +260,4 @@ def test_whole_page(page_id: str) -> None:
     page = all_pages()[page_id]
     found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
                                      copy.deepcopy(recorded_extraction(page)), page["img_name"])
-    assert dict(zip(OUTPUT_NAMES, plain(found), strict=True)) == page["outputs"]
+    assert dict(zip(PAGE_OUTPUTS, plain(found), strict=True)) == page["outputs"]

@@ -36,7 +36,7 @@ from evalsuite.metrics.omnidocbench.page import (
     values_by_page,
 )
 from evalsuite.metrics.omnidocbench.summary import overall_table, sample_page, summarize
-from evalsuite.metrics.omnidocbench.v16_page import match_page_v16
+from evalsuite.metrics.omnidocbench.v16_page import PAGE_OUTPUTS, match_page_v16
 from evalsuite.metrics.omnidocbench.v16_summary import (
     RunResultV16,
     evaluate_run_v16,
@@ -250,6 +250,14 @@ def score_page(
     return figures
 
 
+def _page_figures(
+    samples: Mapping[str, Sequence[ElementSample]], image_names: Sequence[str]
+) -> dict[str, dict[str, float | None]]:
+    """:data:`PAGE_FIELDS`' figures of each page, by image stem."""
+    return {name[:-4]: {field: page[key] for field, key in PAGE_FIELDS.items()}
+            for name, page in values_by_page(samples, image_names).items()}
+
+
 def evaluate_pages(
     pages: Sequence[Mapping[str, Any]],
     predictions: Callable[[str], str | None],
@@ -289,9 +297,7 @@ def evaluate_pages(
     table_format, samples = run_samples(matched, rules)
     if formula_cdm is not None:
         samples["display_formula"] = _with_cdm(samples["display_formula"], formula_cdm)
-    values = values_by_page(samples, [page.image_name for page in matched])
-    figures = {name[:-4]: {field: page[key] for field, key in PAGE_FIELDS.items()}
-               for name, page in values.items()}
+    figures = _page_figures(samples, [page.image_name for page in matched])
     result = summarize(page_info, samples, rules, with_cdm=formula_cdm is not None)
     if rules.hybrid_match:
         return Evaluation(figures, result, None, missing, table_format, rules.version,
@@ -313,22 +319,15 @@ def _evaluate_v16(
         if text is None:
             missing.append(name)
         names.append(name)
-        outputs.append(dict(zip(V16_PAGE_OUTPUTS, match_page_v16(page, text or "", name),
+        outputs.append(dict(zip(PAGE_OUTPUTS, match_page_v16(page, text or "", name),
                                 strict=True)))
     run = evaluate_run_v16(outputs, page_info, gt_pages_by_element(pages),
                            formula_cdm=formula_cdm, match_debug=match_debug_v16(len(pages)))
     by_page = {element: [replace(sample, img_id=sample_page(sample.img_id, V16))
                          for sample in members]
                for element, members in run.samples.items()}
-    values = values_by_page(by_page, names)
-    figures = {name[:-4]: {field: page[key] for field, key in PAGE_FIELDS.items()}
-               for name, page in values.items()}
-    return Evaluation(figures, run.metric_result, None, missing, "html", V16.version,
-                      V16.commit, leaderboard_overall_v16(run))
-
-
-V16_PAGE_OUTPUTS = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
-"""The elements of v1.6's page step output, in its order (:func:`.v16_page.match_page_v16`)."""
+    return Evaluation(_page_figures(by_page, names), run.metric_result, None, missing, "html",
+                      V16.version, V16.commit, leaderboard_overall_v16(run))
 
 
 def _score_page_v16(

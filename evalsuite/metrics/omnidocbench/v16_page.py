@@ -41,6 +41,7 @@ from evalsuite.errors import DatasetFormatError
 from evalsuite.metrics.omnidocbench import v16_formula, v16_quick, v16_tables
 from evalsuite.metrics.omnidocbench.normalize import INLINE_MATH, inline_math_to_unicode
 from evalsuite.metrics.omnidocbench.page import merged_block
+from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
 from evalsuite.metrics.omnidocbench.v16_normalize import (
     inline_to_unicode_v16,
     normalize_formula_v16,
@@ -52,6 +53,7 @@ from evalsuite.metrics.omnidocbench.v16_quick import normalised_edit
 
 __all__ = [
     "IGNORED_TEXT_CATEGORIES",
+    "PAGE_OUTPUTS",
     "TEXT_CATEGORIES",
     "PageSteps",
     "adapt_cross_category_norm",
@@ -66,6 +68,9 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
+
+PAGE_OUTPUTS = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
+"""What each place of the page step's output holds (:func:`match_extracted_page_v16`)."""
 
 TEXT_CATEGORIES = (
     "text_block", "title", "code_txt", "code_txt_caption", "reference", "equation_caption",
@@ -532,6 +537,4 @@ def match_page_v16(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> 
     Give ``markdown`` as the official reads a prediction file: UTF-8 text with universal newlines
     (``\\r\\n`` and ``\\r`` read as ``\\n``); ``""`` for a page without a prediction.
     """
-    from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
-
     return match_extracted_page_v16(gt_page, md_tex_filter_v16(markdown), img_name)
