@@ -5,17 +5,29 @@ paper size share a document: the official preamble once, then per formula ``\\cl
 log marker with the number of the next page, and the formula block exactly as the official
 document has it. Every formula therefore starts on a fresh page of the same geometry, at the
 same place as in its own document, and its pages are typeset by the same TeX state; Ghostscript
-then rasterises all pages at once and each formula's pages are stacked, cropped and boxed as
-:func:`~evalsuite.metrics.cdm.render.render_uncached` does (tests/test_cdm_v16_batch.py checks
-boxes and sizes against one-formula-per-run renderings).
+then rasterises the pages of the formulas it keeps, and each formula's pages are stacked,
+cropped and boxed as :func:`~evalsuite.metrics.cdm.render.render_uncached` does
+(tests/test_cdm_batch.py checks boxes and sizes against one-formula-per-run renderings).
 
 A formula is taken from the shared run only when nothing could have leaked between formulas:
-its log section (from its marker to the next) has no TeX error, the following marker appears,
-every formula before it in the run was taken, and its body uses no command that changes global
-state (:data:`STATEFUL_COMMANDS`). Otherwise it is rendered alone as the official code does, and
-the formulas after it go to a new shared run. An "Overfull" warning in its log section sends a
-formula to the next larger paper, as the official retry does; a shared run that fails or times
-out falls back to rendering each of its formulas alone.
+both its markers were printed from their own input lines at the same group level (TeX read
+exactly its block, no argument swallowed a marker, no group or math mode was left open), the
+following marker appears, every formula before it in the run was taken, and its body uses no
+command that changes global state (:data:`STATEFUL_COMMANDS`). A TeX error inside the formula
+does not stop that: in nonstopmode TeX recovers from an error by inserting or dropping tokens,
+which acts on the formula's own material only, so the pages equal those of the formula's own
+run. The exceptions are the error counter, which stops TeX at 100 errors in one paragraph (a
+run with :data:`TEX_ERROR_LIMIT` or more errors takes only error-free formulas), and error
+messages quoting the source line, whose truncation depends on the line number (an erring
+formula whose body holds "Overfull" or the marker is not taken, :func:`may_err`).
+
+The first formula not taken is rendered alone, as the official code renders it; the formulas
+after it go to a new shared run. A fatal error (no PDF at all) sends the formula after those the
+log showed isolated to be rendered alone and the others to a new run. A formula whose braces or
+environments do not close (:func:`looks_balanced`) would spoil its run, so it is rendered alone
+from the start. An "Overfull" warning in its log section sends a formula to the next larger
+paper, as the official retry does; a shared run that fails otherwise or times out falls back to
+rendering each of its formulas alone.
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
+from evalsuite.metrics.cdm.preamble_format import format_arguments
 from evalsuite.metrics.cdm.render import (
     COMMAND_TIMEOUT_S,
     SMALLEST_PAPER,
@@ -59,6 +73,9 @@ STATEFUL_COMMANDS = frozenset(
 ``{document}``, see :func:`batchable`); a formula using one is rendered alone. ``pdf*``
 primitives are excluded too."""
 _COMMAND = re.compile(r"\\([A-Za-z@]+)")
+_ERROR = "\n! "
+TEX_ERROR_LIMIT = 100
+"""TeX stops a run at this many errors in one paragraph (its ``error_count``)."""
 
 
 def batchable(job: RenderJob) -> bool:
@@ -75,6 +92,25 @@ def batchable(job: RenderJob) -> bool:
         if name in STATEFUL_COMMANDS:
             return False
     return True
+
+
+_STRUCTURE = re.compile(r"\\(begin|end)\s*\{([^{}]*)\}|\\[A-Za-z@]+|\\.|[{}]", re.S)
+
+
+def looks_balanced(job: RenderJob) -> bool:
+    """Whether ``job``'s braces and environments close in order: a formula that leaves one open
+    spoils the shared run from where it stands, so it is rendered alone straight away. Only a
+    cost guess: a balanced formula that spoils its run is still caught by its log section."""
+    open_items: list[str] = []
+    for match in _STRUCTURE.finditer(job.body):
+        item = match.group(0)
+        if match.group(1) == "begin" or item == "{":
+            open_items.append(match.group(2) or "{")
+        elif (match.group(1) == "end" or item == "}") and (
+            not open_items or open_items.pop() != (match.group(2) or "{")
+        ):
+            return False
+    return not open_items
 
 
 def batch_document(jobs: Sequence[RenderJob], paper: int) -> tuple[str, list[tuple[int, int]]]:
@@ -103,85 +139,121 @@ class _SharedRunFailed(Exception):
     """pdflatex or Ghostscript failed or timed out on a shared run."""
 
 
+class _SharedRunAborted(Exception):
+    """TeX stopped a shared run (a fatal error, which leaves no PDF) after its log had shown
+    ``taken`` formulas typeset in isolation."""
+
+    def __init__(self, taken: int) -> None:
+        super().__init__(taken)
+        self.taken = taken
+
+
 def log_sections(
-    text: str, lines: Sequence[tuple[int, int]]
-) -> tuple[list[tuple[int, int, str]], set[int]]:
+    text: str, lines: Sequence[tuple[int, int]], may_err: Sequence[bool]
+) -> list[tuple[int, int, str]]:
     """Of a shared run's log: (first page, next formula's first page or 0 if last, log section)
-    of the leading formulas that were typeset cleanly, and the positions of all formulas whose
-    section shows a TeX error. Clean: both markers printed from their own input lines (not
-    from an argument that swallowed them) at the same group level, in order, no error from the
-    start marker to the next, and the next start marker (or, for the last, the end of the run)
-    present."""
+    of the leading formulas that were typeset in isolation. Isolated: both markers printed from
+    their own input lines (not from an argument that swallowed them) at the same group level,
+    in order, the next start marker (or, for the last, the end of the run) present, and no TeX
+    error in the section unless ``may_err`` allows it for that formula and the whole run has
+    fewer than :data:`TEX_ERROR_LIMIT` errors."""
     marks = []  # (kind, index, [first page (start only), line, group level], match)
     for m in _MARKER_LINE.finditer(text):
         index, *page = (int(n) for n in (m.group(2) or m.group(4)).split())
         kind = m.group(1) or m.group(3)
         marks.append((kind, index, [*page, int(m.group(5)), int(m.group(6))], m))
     starts = [number for number, mark in enumerate(marks) if mark[0] == "start"]
+    errors_tolerated = text.count(_ERROR) < TEX_ERROR_LIMIT
     accepted: list[tuple[int, int, str]] = []
-    errors: set[int] = set()
-    clean_so_far = True
     for order, at in enumerate(starts):
         _, index, (page, line, level), match = marks[at]
         following = marks[starts[order + 1]] if order + 1 < len(starts) else None
         section = text[match.end() : following[3].start() if following else len(text)]
-        if "\n! " in section:
-            errors.add(index)
-            clean_so_far = False
-        clean_so_far = clean_so_far and index == order < len(lines) and line == lines[index][0]
+        if not (index == order < len(lines) and line == lines[index][0]):
+            break
+        if _ERROR in section and not (errors_tolerated and may_err[index]):
+            break
         end = marks[at + 1][:3] if at + 1 < len(marks) else None
-        clean_so_far = clean_so_far and end == ("end", index, [lines[index][1], level])
+        if end != ("end", index, [lines[index][1], level]):
+            break
         if index + 1 < len(lines):
-            clean_so_far = (
-                clean_so_far and following is not None and following[2][1] == lines[index + 1][0]
-            )
-        else:
-            clean_so_far = clean_so_far and following is None and (
-                "Output written" in section or "No pages of output" in section
-            )
-        if clean_so_far:
-            accepted.append((page, following[2][0] if following else 0, section))
-    return accepted, errors
+            if following is None or following[2][1] != lines[index + 1][0]:
+                break
+        elif following is not None or not (
+            "Output written" in section or "No pages of output" in section
+        ):
+            break
+        accepted.append((page, following[2][0] if following else 0, section))
+    return accepted
+
+
+_PAGES_WRITTEN = re.compile(r"Output written on .*?\((\d+) pages?, \d+ bytes\)\.")
+
+
+def pages_written(log: str) -> int:
+    """Pages in the PDF, from the log's last line ("Output written on ... (n pages, ...)."; TeX
+    breaks that line at its width, so line breaks are dropped first); 0 without it."""
+    tail = log[log.rfind("Output written on ") :].replace("\n", "")
+    found = _PAGES_WRITTEN.match(tail)
+    return int(found.group(1)) if found else 0
+
+
+def may_err(job: RenderJob) -> bool:
+    """Whether ``job`` may be taken from a shared run despite a TeX error: TeX quotes the source
+    line in an error message, cut to the log's width from the line number on, so the quoted
+    part of a body holding "Overfull" or the marker could differ from its own run's log."""
+    return "Overfull" not in job.body and MARKER not in job.body
 
 
 def _shared_run(
     jobs: Sequence[RenderJob], paper: int, work: Path
-) -> tuple[list[tuple[bool, Rendering | None]], set[int]]:
+) -> list[tuple[bool, Rendering | None]]:
     """(overfull, rendering) of the leading formulas of ``jobs`` that one shared run may speak
-    for (none: the first must be rendered alone), and the positions of formulas that showed a
-    TeX error. Raises _SharedRunFailed."""
+    for (none: the first must be rendered alone). A formula that goes on to the next larger
+    paper (overfull, with a page) gets no rendering: only the pages of the others are
+    rasterised. Raises _SharedRunFailed."""
     tex, pdf, log = work / "batch.tex", work / "batch.pdf", work / "batch.log"
     document, lines = batch_document(jobs, paper)
     tex.write_text(document, encoding="utf-8")
     limit = COMMAND_TIMEOUT_S * len(jobs)
     try:
         run_program(
-            [program_paths()["pdflatex"], "-interaction=nonstopmode",
+            [program_paths()["pdflatex"], *format_arguments(document), "-interaction=nonstopmode",
              f"-output-directory={work}", str(tex)],
             work, timeout_s=limit,
         )
         text = log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
-        accepted, errors = log_sections(text, lines)
-        page_count = 0
-        last_page = accepted[-1][1] - 1 if accepted and accepted[-1][1] else None
-        if accepted and pdf.exists() and last_page != 0:
-            gs = ghostscript_command(program_paths()["gs"], pdf, work, last_page)
-            if not run_program(gs, work, timeout_s=limit):
+        accepted = log_sections(text, lines, [may_err(job) for job in jobs])
+        page_count = pages_written(text) if pdf.exists() else 0
+        spans = []  # (first page, page after the last, overfull) of each accepted formula
+        for first, following, section in accepted:
+            after = following or page_count + 1
+            if after - 1 > page_count:  # pages the log promised are missing
+                if len(accepted) < len(jobs):
+                    raise _SharedRunAborted(len(accepted))
                 raise _SharedRunFailed
-            page_count = len(list(work.glob("page*.png")))
+            overfull = "Overfull \\hbox" in section or "Overfull \\vbox" in section
+            # no page: the formula's own run would have left no PDF, whatever its log says
+            spans.append((first, after, overfull and after > first))
+        wanted = [n for first, after, retry in spans if not (retry and paper > SMALLEST_PAPER)
+                  for n in range(first, after)]
+        if wanted:
+            gs = ghostscript_command(program_paths()["gs"], pdf, work, page_list=wanted)
+            if not run_program(gs, work, timeout_s=limit, env=ghostscript_env()):
+                raise _SharedRunFailed
+            if len(list(work.glob("page*.png"))) != len(wanted):
+                raise _SharedRunFailed
     except RenderTimeoutError:
         raise _SharedRunFailed from None
-    results = []
-    for job, (first, following, section) in zip(jobs, accepted, strict=False):
-        after = following or page_count + 1
-        if after - 1 > page_count:
-            raise _SharedRunFailed  # pages the log promised are missing
-        pixels = stack_pages(read_pages([work / f"page{n}.png" for n in range(first, after)]))
-        overfull = "Overfull \\hbox" in section or "Overfull \\vbox" in section
-        # no page: the formula's own run would have left no PDF, whatever its log says
-        results.append((overfull and pixels is not None,
-                        boxes_of(pixels, job) if pixels is not None else None))
-    return results, errors
+    png_of = {page: work / f"page{n}.png" for n, page in enumerate(wanted, start=1)}
+    results: list[tuple[bool, Rendering | None]] = []
+    for job, (first, after, retry) in zip(jobs, spans, strict=False):
+        if retry and paper > SMALLEST_PAPER:
+            results.append((True, None))
+            continue
+        pixels = stack_pages(read_pages([png_of[n] for n in range(first, after)]))
+        results.append((retry, boxes_of(pixels, job) if pixels is not None else None))
+    return results
 
 
 def _render_group(
@@ -190,24 +262,29 @@ def _render_group(
     """(overfull, rendering) of each job at ``paper``: shared runs, and alone where needed
     (jobs whose own run timed out are added to ``timed_out``)."""
     results: dict[RenderJob, tuple[bool, Rendering | None]] = {}
-    pending = [job for job in jobs if batchable(job)]
+    pending = [job for job in jobs if batchable(job) and looks_balanced(job)]
     for job in jobs:
-        if not batchable(job):
+        if job not in pending:
             results[job] = (False, _alone(job, paper, timed_out))
     while pending:
         with tempfile.TemporaryDirectory(prefix="cdm_batch_") as tmp:
             try:
-                shared, errors = _shared_run(pending, paper, Path(tmp))
+                shared = _shared_run(pending, paper, Path(tmp))
+            except _SharedRunAborted as aborted:
+                # the formula after those taken stopped TeX: alone; the others run again
+                culprit = pending.pop(aborted.taken)
+                results[culprit] = (False, _alone(culprit, paper, timed_out))
+                continue
             except _SharedRunFailed:
-                shared, errors = [], set(range(len(pending)))
+                for job in pending:
+                    results[job] = (False, _alone(job, paper, timed_out))
+                return results
         results.update(zip(pending, shared, strict=False))
-        # the first formula not taken, and any that showed an error, are rendered alone; the
-        # others get a fresh shared run
-        rest = list(enumerate(pending))[len(shared) :]
-        for position, job in rest:
-            if position == len(shared) or position in errors:
-                results[job] = (False, _alone(job, paper, timed_out))
-        pending = [job for position, job in rest if job not in results]
+        # the first formula not taken is rendered alone; the others get a fresh shared run
+        if len(shared) < len(pending):
+            first = pending[len(shared)]
+            results[first] = (False, _alone(first, paper, timed_out))
+        pending = pending[len(shared) + 1 :]
     return results
 
 

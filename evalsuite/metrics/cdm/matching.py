@@ -25,6 +25,7 @@ because the random stream and float ties decide which pairs a round accepts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -210,27 +211,38 @@ def assign(
     return list(zip(rows.tolist(), cols.tolist(), strict=True)), tokens
 
 
-class _ShiftScale:
-    """Centre shift plus isotropic scale about the mean of the points it is applied to."""
-
-    def __init__(self, src: np.ndarray, dst: np.ndarray) -> None:
-        src_mean = np.mean(src, axis=0)
-        dst_mean = np.mean(dst, axis=0)
-        self.shift = dst_mean - src_mean
-        self.scale = np.mean(np.linalg.norm(dst - dst_mean, axis=1)) / (
-            np.mean(np.linalg.norm(src - src_mean, axis=1)) + 1e-10
-        )
-
-    def residuals(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        centre = np.mean(src, axis=0)
-        moved = self.scale * (src - centre) + centre + self.shift
-        return np.sqrt(np.sum((moved - dst) ** 2, axis=1))
+def shift_scale_residuals(src: np.ndarray, dst: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """(trials, points) distances of ``dst`` from ``src`` moved by each trial's model: centre
+    shift plus isotropic scale about the mean of ``src``, fitted to the points in that trial's
+    row of ``samples``. Each trial gets the float operations, in the order, of a model fitted
+    and applied on its own (every reduction runs over one trial's values in the same order)."""
+    src_s, dst_s = src[samples], dst[samples]  # (trials, samples, 2)
+    src_mean = np.mean(src_s, axis=1)
+    dst_mean = np.mean(dst_s, axis=1)
+    shift = dst_mean - src_mean
+    scale = np.mean(np.linalg.norm(dst_s - dst_mean[:, None], axis=2), axis=1) / (
+        np.mean(np.linalg.norm(src_s - src_mean[:, None], axis=2), axis=1) + 1e-10
+    )
+    centre = np.mean(src, axis=0)
+    moved = scale[:, None, None] * (src - centre) + centre + shift[:, None, :]
+    return np.sqrt(np.sum((moved - dst) ** 2, axis=2))
 
 
 def _skimage_trial_bound(inliers: int, points: int, samples: int) -> float:
     """scikit-image's dynamic trial bound at stop probability 1."""
     eps = np.spacing(1)
     return np.ceil(np.log(eps) / np.log(max(eps, 1 - (inliers / points) ** samples)))
+
+
+@functools.lru_cache(maxsize=4096)
+def trial_samples(seed: int, points: int, samples: int, trials: int) -> np.ndarray:
+    """(trials, samples) point indices: ``default_rng(seed).choice(points, samples,
+    replace=False)`` drawn ``trials`` times from one fresh generator, as a trial-by-trial RANSAC
+    draws them (they depend on nothing else, so they are computed once per point count)."""
+    rng = np.random.default_rng(seed)
+    drawn = np.array([rng.choice(points, size=samples, replace=False) for _ in range(trials)])
+    drawn.flags.writeable = False
+    return drawn
 
 
 def ransac_inliers(
@@ -240,26 +252,28 @@ def ransac_inliers(
 
     Trials that find no inlier never win (in scikit-image they can only replace each other),
     so both variants skip them."""
-    rng = np.random.default_rng(settings.ransac_seed)
     points = src.shape[0]
+    samples = trial_samples(
+        settings.ransac_seed, points, settings.ransac_samples, settings.ransac_trials
+    )
+    residuals = shift_scale_residuals(src, dst, samples)
+    inlier_masks = residuals < settings.ransac_residual_px
+    counts = np.count_nonzero(inlier_masks, axis=1).tolist()
     best: np.ndarray | None = None
     best_count, best_score = 0, np.inf
     trial_bound: float = settings.ransac_trials
-    trials = 0
-    while trials < trial_bound:
-        trials += 1
-        sample = rng.choice(points, size=settings.ransac_samples, replace=False)
-        residuals = _ShiftScale(src[sample], dst[sample]).residuals(src, dst)
-        inliers = residuals < settings.ransac_residual_px
-        count = int(np.count_nonzero(inliers))
-        if count == 0:
-            continue
+    trial = 0
+    while trial < trial_bound:
+        count, trial = counts[trial], trial + 1
+        if count == 0 or count < best_count:
+            continue  # cannot win, whatever its score
+        row = residuals[trial - 1].copy()
         if settings.skimage_ransac:
-            score = residuals.dot(residuals)
+            score = row.dot(row)
         else:
-            score = float(np.sum(residuals[inliers]))
-        if count > best_count or (count == best_count and score < best_score):
-            best, best_count, best_score = inliers, count, score
+            score = float(np.sum(row[inlier_masks[trial - 1]]))
+        if count > best_count or score < best_score:
+            best, best_count, best_score = inlier_masks[trial - 1], count, score
             if settings.skimage_ransac:
                 trial_bound = min(
                     trial_bound, _skimage_trial_bound(count, points, settings.ransac_samples)

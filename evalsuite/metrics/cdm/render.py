@@ -33,6 +33,8 @@ import numpy as np
 from PIL import Image
 
 from evalsuite.metrics.cdm.matching import TokenBox
+from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
+from evalsuite.metrics.cdm.preamble_format import format_arguments
 from evalsuite.metrics.cdm.toolchain import program_paths, toolchain_fingerprint
 
 PALETTE_STEP = 15
@@ -109,11 +111,18 @@ class RenderTimeoutError(RuntimeError):
     """pdflatex or gs ran past COMMAND_TIMEOUT_S (the official code scores the side as failed)."""
 
 
-def run_program(argv: Sequence[str], cwd: Path, timeout_s: float | None = None) -> bool:
-    """Run a program in its own process group; kill the group after ``timeout_s`` (default
-    COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when it exits with status 0."""
+def run_program(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
+) -> bool:
+    """Run a program in its own process group (environment ``env``, default ours); kill the
+    group after ``timeout_s`` (default COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when
+    it exits with status 0."""
     with subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env=env,
     ) as proc:
         try:
             return proc.wait(timeout=timeout_s or COMMAND_TIMEOUT_S) == 0
@@ -128,10 +137,12 @@ def _compile(job: RenderJob, work: Path) -> Path | None:
     tex, pdf, log = work / "f.tex", work / "f.pdf", work / "f.log"
     papers = list(range(job.paper, SMALLEST_PAPER - 1, -1))
     for paper in papers:
-        tex.write_text(latex_document(job.body, job.template, paper), encoding="utf-8")
+        document = latex_document(job.body, job.template, paper)
+        tex.write_text(document, encoding="utf-8")
         run_program(
             [
                 program_paths()["pdflatex"],
+                *format_arguments(document),
                 "-interaction=nonstopmode",
                 f"-output-directory={work}",
                 str(tex),
@@ -150,11 +161,11 @@ def _compile(job: RenderJob, work: Path) -> Path | None:
 
 
 def ghostscript_command(
-    gs: str, pdf: Path, work: Path, last_page: int | None = None
+    gs: str, pdf: Path, work: Path, page_list: Sequence[int] | None = None
 ) -> list[str]:
     """The Ghostscript command line of ImageMagick 7's PDF delegate at DPI: every page of ``pdf``
-    (up to ``last_page`` if given) to ``work/page<n>.png`` (n from 1), pngalpha with 4-bit
-    antialiasing."""
+    (only the pages of ``page_list``, ascending, if given) to ``work/page<n>.png`` (n from 1,
+    in output order), pngalpha with 4-bit antialiasing."""
     control = work / "control.ps"
     control.write_text(" ", encoding="ascii")
     return [
@@ -173,7 +184,7 @@ def ghostscript_command(
         "-dGraphicsAlphaBits=4",
         f"-r{DPI}x{DPI}",
         "-dPrinted=false",
-        *([f"-dLastPage={last_page}"] if last_page is not None else []),
+        *([f"-sPageList={','.join(map(str, page_list))}"] if page_list is not None else []),
         f"-sOutputFile={work}/page%d.png",
         f"-f{control}",
         f"-f{pdf}",
@@ -183,8 +194,8 @@ def ghostscript_command(
 def ghostscript_pages(
     pdf: Path, work: Path, gs: str, run: Callable[[list[str]], bool]
 ) -> list[np.ndarray] | None:
-    """RGB of every page of ``pdf`` at DPI, in page order (alpha dropped, as PIL's RGB
-    conversion), as ``magick -density 200`` renders them; None when ``run`` reports failure.
+    """Every page of ``pdf`` at DPI, in page order, as ``magick -density 200`` renders them
+    (RGBA, see :func:`read_pages`); None when ``run`` reports failure.
 
     ``run`` executes the Ghostscript command line in ``work`` (each version has its own limits).
     """
@@ -194,41 +205,62 @@ def ghostscript_pages(
 
 
 def read_pages(paths: Sequence[Path]) -> list[np.ndarray]:
-    """RGB of each PNG (alpha dropped, as PIL's RGB conversion)."""
+    """Pixels of each PNG: RGBA or RGB as stored, anything else converted to RGB. The official
+    code converts to RGB, which for RGBA only drops alpha: ``page[..., :3]`` is that image."""
     arrays = []
     for path in paths:
         with Image.open(path) as image:
-            arrays.append(np.asarray(image.convert("RGB")))
+            kept = image if image.mode in ("RGBA", "RGB") else image.convert("RGB")
+            arrays.append(np.asarray(kept))
     return arrays
 
 
 def stack_pages(pages: Sequence[np.ndarray]) -> np.ndarray | None:
-    """Pages stacked top to bottom; None without a page or with pages of unequal width (pages
-    of one document share a width; anything else is not a rendering we model)."""
-    if not pages or len({page.shape[1] for page in pages}) != 1:
+    """Pages stacked top to bottom (one page: itself); None without a page or with pages of
+    unequal width or kind (pages of one document share both; anything else is not a rendering
+    we model)."""
+    if not pages or len({page.shape[1:] for page in pages}) != 1:
         return None
-    return np.vstack(pages)
+    return pages[0] if len(pages) == 1 else np.vstack(pages)
 
 
 def _rasterise(pdf: Path, work: Path) -> np.ndarray | None:
     """All pages of ``pdf`` stacked (see :func:`stack_pages`)."""
     gs = program_paths()["gs"]
-    pages = ghostscript_pages(pdf, work, gs, lambda argv: run_program(argv, work))
+    env = ghostscript_env()
+    pages = ghostscript_pages(pdf, work, gs, lambda argv: run_program(argv, work, env=env))
     return stack_pages(pages) if pages is not None else None
 
 
-def crop_to_ink(rgb: np.ndarray) -> np.ndarray:
-    """Crop to pixels of grey level below 255, padded by CROP_PAD_PX (10x10 corner if none)."""
-    grey = np.asarray(Image.fromarray(rgb).convert("L"))
-    ys, xs = np.nonzero(grey != 255)
+def _coloured(pixels: np.ndarray) -> np.ndarray:
+    """Mask of the pixels with a colour channel below 255 (alpha, if any, ignored)."""
+    if pixels.shape[2] == 4 and pixels.flags.c_contiguous:
+        # one 32-bit compare per pixel: bytes R, G, B, A read little-endian, alpha forced to 255
+        return (pixels.view("<u4")[..., 0] | 0xFF000000) != 0xFFFFFFFF
+    return (pixels[..., :3] != 255).any(axis=2)
+
+
+def crop_to_ink(pixels: np.ndarray) -> np.ndarray:
+    """RGB of ``pixels`` (RGB, or RGBA with alpha dropped) cropped to the pixels of grey level
+    below 255, padded by CROP_PAD_PX (10x10 corner if none)."""
+    # only pixels with a colour channel below 255 can be grey below 255: PIL converts just those
+    coloured = _coloured(pixels)
+    rows = np.flatnonzero(coloured.any(axis=1))
+    top = int(rows[0]) if rows.size else 0
+    ys, xs = np.nonzero(coloured[top : int(rows[-1]) + 1] if rows.size else coloured[:0])
+    ys += top
+    colours = np.ascontiguousarray(pixels[ys, xs, :3])
+    grey = np.asarray(Image.fromarray(colours[None]).convert("L"))[0]
+    ys, xs = ys[grey != 255], xs[grey != 255]
     if ys.size:
         x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
     else:
         x0, y0, x1, y1 = 0, 0, 10, 10
-    height, width = grey.shape
-    return rgb[
+    height, width = pixels.shape[:2]
+    return pixels[
         max(0, y0 - CROP_PAD_PX) : min(height, y1 + CROP_PAD_PX),
         max(0, x0 - CROP_PAD_PX) : min(width, x1 + CROP_PAD_PX),
+        :3,
     ]
 
 

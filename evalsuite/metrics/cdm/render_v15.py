@@ -143,7 +143,7 @@ def rasterise_pdf(pdf: Path, work: Path) -> np.ndarray | None:
         return True  # the official code reads whatever PNG the call left
 
     pages = ghostscript_pages(pdf, work, program_paths("1.5")["gs"], run)
-    return pages[0] if pages is not None and len(pages) == 1 else None
+    return pages[0][..., :3] if pages is not None and len(pages) == 1 else None
 
 
 def crop_rgb(rgb: np.ndarray) -> np.ndarray:

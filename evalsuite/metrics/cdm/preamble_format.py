@@ -1,0 +1,58 @@
+"""A pdflatex format with a template's preamble already loaded (mylatexformat), built once per
+template and paper into the rendering cache's folder.
+
+A document whose preamble is the dumped one compiles with ``-fmt=<format>``: TeX skips its
+preamble and starts from the state dumped at ``\\begin{document}``, so loading the class and
+packages (about a quarter of a one-formula run) is paid once. Without mylatexformat, or where
+the format cannot be built, pdflatex runs with its own format as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from evalsuite.metrics.cdm.toolchain import default_cache_dir, program_paths, toolchain_fingerprint
+
+
+@functools.cache
+def format_for(preamble: str) -> str | None:
+    """``-fmt`` argument (path without ``.fmt``) of a format holding ``preamble`` (the document
+    up to and including ``\\begin{document}``); None where it cannot be built."""
+    pdflatex = program_paths()["pdflatex"]
+    key = hashlib.sha256(f"{toolchain_fingerprint()}\n{preamble}".encode()).hexdigest()[:20]
+    target = default_cache_dir() / f"cdm-preamble-{key}.fmt"
+    if target.is_file():
+        return str(target.with_suffix(""))
+    with tempfile.TemporaryDirectory(prefix="cdm_fmt_") as tmp:
+        work = Path(tmp)
+        (work / "pre.tex").write_text(preamble + "\\end{document}\n", encoding="utf-8")
+        try:
+            built = subprocess.run(
+                [pdflatex, "-ini", "-interaction=nonstopmode", "-jobname=fmt", "&pdflatex",
+                 "mylatexformat.ltx", "pre.tex"],
+                cwd=work, capture_output=True, check=False, timeout=120,
+            )
+            if built.returncode != 0 or not (work / "fmt.fmt").is_file():
+                return None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".fmt.tmp")
+            os.close(fd)
+            shutil.copyfile(work / "fmt.fmt", partial)
+            os.replace(partial, target)
+        except (OSError, subprocess.TimeoutExpired):  # no writable cache: the plain preamble
+            return None
+    return str(target.with_suffix(""))
+
+
+def format_arguments(document: str) -> list[str]:
+    """``[-fmt=...]`` for a document (its preamble's format), or [] where there is none."""
+    begin = "\\begin{document}\n"
+    preamble = document[: document.index(begin) + len(begin)]
+    found = format_for(preamble)
+    return [f"-fmt={found}"] if found else []
