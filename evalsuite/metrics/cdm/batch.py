@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
-from evalsuite.metrics.cdm.preamble_format import format_arguments
 from evalsuite.metrics.cdm.render import (
     COMMAND_TIMEOUT_S,
     SMALLEST_PAPER,
@@ -51,8 +50,10 @@ from evalsuite.metrics.cdm.render import (
     latex_document,
     read_pages,
     render_uncached,
+    reports_overfull,
     run_program,
     stack_pages,
+    typeset,
 )
 from evalsuite.metrics.cdm.toolchain import program_paths
 
@@ -212,17 +213,11 @@ def _shared_run(
     for (none: the first must be rendered alone). A formula that goes on to the next larger
     paper (overfull, with a page) gets no rendering: only the pages of the others are
     rasterised. Raises _SharedRunFailed."""
-    tex, pdf, log = work / "batch.tex", work / "batch.pdf", work / "batch.log"
+    pdf = work / "batch.pdf"
     document, lines = batch_document(jobs, paper)
-    tex.write_text(document, encoding="utf-8")
     limit = COMMAND_TIMEOUT_S * len(jobs)
     try:
-        run_program(
-            [program_paths()["pdflatex"], *format_arguments(document), "-interaction=nonstopmode",
-             f"-output-directory={work}", str(tex)],
-            work, timeout_s=limit,
-        )
-        text = log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
+        text = typeset(document, work / "batch.tex", timeout_s=limit)
         accepted = log_sections(text, lines, [may_err(job) for job in jobs])
         page_count = pages_written(text) if pdf.exists() else 0
         spans = []  # (first page, page after the last, overfull) of each accepted formula
@@ -232,9 +227,8 @@ def _shared_run(
                 if len(accepted) < len(jobs):
                     raise _SharedRunAborted(len(accepted))
                 raise _SharedRunFailed
-            overfull = "Overfull \\hbox" in section or "Overfull \\vbox" in section
             # no page: the formula's own run would have left no PDF, whatever its log says
-            spans.append((first, after, overfull and after > first))
+            spans.append((first, after, reports_overfull(section) and after > first))
         wanted = [n for first, after, retry in spans if not (retry and paper > SMALLEST_PAPER)
                   for n in range(first, after)]
         if wanted:

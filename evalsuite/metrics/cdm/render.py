@@ -132,28 +132,36 @@ def run_program(
             raise RenderTimeoutError(argv[0]) from None
 
 
+def typeset(document: str, tex: Path, timeout_s: float | None = None) -> str:
+    """Write ``document`` to ``tex``, run pdflatex on it in nonstopmode (from the preamble's
+    dumped format where there is one) with its output beside it, and return its log ("" when
+    none was written). Raises RenderTimeoutError past ``timeout_s``."""
+    tex.write_text(document, encoding="utf-8")
+    work = tex.parent
+    run_program(
+        [program_paths()["pdflatex"], *format_arguments(document), "-interaction=nonstopmode",
+         f"-output-directory={work}", str(tex)],
+        work, timeout_s=timeout_s,
+    )
+    log = tex.with_suffix(".log")
+    return log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
+
+
+def reports_overfull(log: str) -> bool:
+    """Whether a pdflatex log (or a section of one) warns of an overfull box: the official
+    code's signal to retry on the next larger paper."""
+    return "Overfull \\hbox" in log or "Overfull \\vbox" in log
+
+
 def _compile(job: RenderJob, work: Path) -> Path | None:
     """PDF of the job, retrying on larger paper while the log reports an overfull box."""
     tex, pdf, log = work / "f.tex", work / "f.pdf", work / "f.log"
     papers = list(range(job.paper, SMALLEST_PAPER - 1, -1))
     for paper in papers:
-        document = latex_document(job.body, job.template, paper)
-        tex.write_text(document, encoding="utf-8")
-        run_program(
-            [
-                program_paths()["pdflatex"],
-                *format_arguments(document),
-                "-interaction=nonstopmode",
-                f"-output-directory={work}",
-                str(tex),
-            ],
-            work,
-        )
+        text = typeset(latex_document(job.body, job.template, paper), tex)
         if not pdf.exists():
             return None
-        text = log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
-        overfull = "Overfull \\hbox" in text or "Overfull \\vbox" in text
-        if not overfull or paper == papers[-1]:
+        if not reports_overfull(text) or paper == papers[-1]:
             return pdf
         for stale in (pdf, log, work / "f.aux"):
             stale.unlink(missing_ok=True)
