@@ -281,7 +281,7 @@ def engine_params(benchmark: Benchmark, options: SuiteOptions) -> list[tuple[str
         if engine_kind(name) == "ocr":
             pairs.append((name, OCR_MODE))
             continue
-        valid = engine_modes(name, options.served_model)
+        valid = engine_modes(name, options)
         modes = options.modes or tuple(m for m in benchmark.default_modes if m in valid)
         pairs.extend((name, mode) for mode in modes or valid[:1])
     return pairs

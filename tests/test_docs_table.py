@@ -6,6 +6,7 @@ import pytest
 
 from evalsuite.benchmarks import all_benchmarks, load_declarations
 from evalsuite.devtools import docs
+from evalsuite.models import available_models, model_profile
 
 
 def test_readme_table_is_in_sync_with_the_registry(capsys):
@@ -23,16 +24,25 @@ def test_table_lists_every_registered_benchmark_once_in_dashboard_order():
 
 def test_a_stale_readme_is_reported_and_then_rewritten(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{docs.BEGIN}\n| old |\n{docs.END}\nrest\n", encoding="utf-8")
+    readme.write_text(f"intro\n{docs.BEGIN}\n| old |\n{docs.END}\nrest\n"
+                      f"{docs.MODELS_BEGIN}\n{docs.MODELS_END}\n", encoding="utf-8")
     assert docs.main(["--check", "--readme", str(readme)]) == 1
     assert "| old |" in readme.read_text(encoding="utf-8")
     assert docs.main(["--readme", str(readme)]) == 0
     text = readme.read_text(encoding="utf-8")
-    assert "| old |" not in text and "| `fox` |" in text
-    assert text.startswith("intro\n") and text.endswith(f"{docs.END}\nrest\n")
+    assert "| old |" not in text and "| `fox` |" in text and "| `dots.ocr` |" in text
+    assert text.startswith("intro\n") and text.endswith(f"{docs.MODELS_END}\n")
     assert docs.main(["--check", "--readme", str(readme)]) == 0
 
 
 def test_a_readme_without_the_block_is_an_error():
     with pytest.raises(ValueError, match="benchmarks"):
         docs.with_table("no markers here", "| table |")
+
+
+def test_model_table_lists_every_profile_once_with_what_is_left_out():
+    profiles = [model_profile(name) for name in available_models()]
+    rows = docs.model_table(profiles).splitlines()[2:]
+    names = [row.split("|")[1].strip().strip("`") for row in rows]
+    assert names == [p.name for p in profiles] and len(set(names)) == len(names) >= 4
+    assert all(row.count("|") == 5 and "|  |" not in row for row in rows)

@@ -11,7 +11,6 @@ import io
 import random
 import re
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,16 +21,17 @@ from aiohttp import web
 from PIL import Image, ImageChops
 
 from evalsuite.engines import InferenceRequest, create_engine
-from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens
+from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.engines.deepseek_views import DEEPSEEK_OCR_VIEWS, OCR2_VIEWS, image_token_count
 from evalsuite.engines.recording import RecordingEngine
-from evalsuite.engines.served import TABLE_CELL_TOKEN_IDS, chat_text, encode_page
+from evalsuite.engines.served import TABLE_CELL_TOKEN_IDS, chat_text, encode_page, served_modes
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.perf.serving import FixedLatencyEngine
 from evalsuite.prompts import FREE_OCR, MARKDOWN
 from evalsuite.render import RenderConfig, render_text
 from evalsuite.serving.process import serve_subprocess
 from evalsuite.tokens import text_token_count, vision_tokens
+from tests.fake_servers import serving
 
 PAGE_TEXT = "INVOICE #INV-2024-0892\nDate: November 15, 2024\nTotal: $1,229.20\n"
 
@@ -125,21 +125,9 @@ def running(fake: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
     app.router.add_get("/v1/models", fake.models)
     app.router.add_get("/version", fake.version_info)
     app.router.add_post("/v1/chat/completions", fake.completions)
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    fake.api_base = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(app) as api_base:
+        fake.api_base = api_base
         yield fake
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
 
 
 def vllm_engine(fake: FakeOpenAIServer, **options: Any) -> Any:
@@ -535,6 +523,17 @@ def test_tiny_engine_through_the_server_equals_in_process(tiny_server, page, tmp
     assert [r.output_tokens for r in through_server] == [r.output_tokens for r in in_process]
     assert through_server[0].settings["server_engine"] == "tiny-deepseek-ocr-2"
     assert served.server_info()["server"] == "evalsuite serve"
+
+
+def test_evalsuite_serve_says_its_modes_and_the_engine_keeps_to_them(tiny_server, page) -> None:
+    """Against ``evalsuite serve --engine tiny-deepseek-ocr-2`` the openai engine (no family
+    given) runs that engine's modes; a mode it lacks fails before any POST, naming them."""
+    assert served_modes(tiny_server) == OCR2_MODES
+    served = create_engine("openai", api_base=tiny_server)
+    assert served.supported_modes == OCR2_MODES
+    (result,) = served.infer_batch([request(page, mode="tiny")])
+    assert result.error is not None and "has no mode 'tiny'" in result.error
+    assert ", ".join(OCR2_MODES) in result.error and "HTTP" not in result.error
 
 
 def test_replay_through_the_server_finds_the_recordings(tmp_path, page) -> None:

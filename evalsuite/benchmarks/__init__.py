@@ -26,6 +26,7 @@ from evalsuite.datasets import data_identity
 from evalsuite.datasets.fetch import FetchSpec
 from evalsuite.engines.base import DOCUMENT_EVALUATION_NGRAM, AntiRepetition
 from evalsuite.errors import UnknownBenchmarkError
+from evalsuite.models import PAGE_MARKDOWN, TASKS
 from evalsuite.runner import MetricSpec, with_output_health
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,9 @@ class Benchmark:
     on the dashboard; ``sample_caps`` limits the samples per engine by default (``--max-samples``
     overrides); ``metrics`` are its metric specs (direction, range), which reports read;
     ``anti_repetition`` is the n-gram setting served engines send with its requests (default:
-    the one DeepSeek evaluated pages with; questions and continuation use the vLLM recipe's).
+    the one DeepSeek evaluated pages with; questions and continuation use the vLLM recipe's);
+    ``task`` the task kind of its requests (:data:`evalsuite.models.TASKS`) where a request
+    names none, which a model profile answers with its own prompt.
     """
 
     name: str
@@ -135,8 +138,11 @@ class Benchmark:
     )
     metrics: tuple[MetricSpec, ...] = ()
     anti_repetition: AntiRepetition = DOCUMENT_EVALUATION_NGRAM
+    task: str = PAGE_MARKDOWN
 
     def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"benchmark {self.name!r}: task {self.task!r} is not one of {TASKS}")
         if not self.name.isidentifier():
             raise ValueError(f"benchmark name {self.name!r} must be a Python identifier")
         names = [source.name for source in self.sources]

@@ -12,6 +12,7 @@ from evalsuite.datasets.fetch import HubRows
 from evalsuite.datasets.finewiki import WikiArticle, load_finewiki
 from evalsuite.engines.base import RECIPE_NGRAM, InferenceRequest, InferenceResult
 from evalsuite.metrics.qa import first_word_match, word_overlap
+from evalsuite.models import CONTINUATION
 from evalsuite.prompts import blank_image, text_condition_prompt, vision_condition_prompt
 from evalsuite.render import PRESETS, page_image
 from evalsuite.runner import UNIT, MetricSpec, Sample
@@ -61,6 +62,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tiny-deepseek-ocr-2",),
         default_modes=("small",),
+        task=CONTINUATION,
         anti_repetition=RECIPE_NGRAM,
         needs_vlm=True,
         order=40,

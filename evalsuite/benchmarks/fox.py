@@ -21,6 +21,7 @@ from evalsuite.datasets.fetch import HubFiles
 from evalsuite.datasets.fox import load_fox_pages
 from evalsuite.datasets.render_study import RENDER_STUDY_FETCH, load_render_study
 from evalsuite.engines.base import ImageInput, InferenceRequest, InferenceResult
+from evalsuite.models import PLAIN_TEXT
 from evalsuite.prompts import FREE_OCR
 from evalsuite.records.model import SampleRecord
 from evalsuite.render import PRESETS, page_image
@@ -121,6 +122,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2", "replay"),
         default_modes=("tiny", "small", "base", "large", "gundam"),
+        task=PLAIN_TEXT,
         order=10,
         metrics=METRICS,
     )

@@ -3,7 +3,8 @@ evaluation of a chosen version scores it (:mod:`evalsuite.metrics.omnidocbench`:
 v1.6), with DeepSeek-OCR's own OmniDocBench request settings (``run_dpsk_ocr_eval_batch.py``:
 the grounding markdown prompt, the 40/90 n-gram rule with ``<td>``/``</td>`` allowed,
 temperature 0, up to 8192 tokens) and its post-processing of the output
-(:func:`deepseek_markdown`).
+(:func:`deepseek_markdown`); a peer model's answer (``--model``) is its profile's converted
+markdown, scored as it is (:func:`scored_markdown`).
 
 Versions (:func:`scoring_versions`): by default the data's own release (by its page count:
 v1.0 981 pages, v1.5 1355, v1.6 1651); a set of pages that is no release (the project's
@@ -176,6 +177,12 @@ def deepseek_markdown(text: str) -> str:
     return text
 
 
+def scored_markdown(text: str, settings: Mapping[str, Any] | None) -> str:
+    """The page the official evaluation reads: a peer model's converted markdown as it is
+    (its settings name a ``model_profile``), else DeepSeek's post-processing of the answer."""
+    return text if settings and "model_profile" in settings else deepseek_markdown(text)
+
+
 def expected_elements(page: Mapping[str, Any]) -> tuple[str, ...]:
     """The elements a page is scored on, from its ground truth: text blocks and reading order
     when it has a scored text block, display formulas, tables."""
@@ -292,8 +299,8 @@ def scorer(version: str = "1.0", formula_cdm: FormulaCdm | None = None
     rules_for(version)
 
     def score(sample: Sample, result: InferenceResult) -> Scored:
-        figures = score_page(sample.reference, deepseek_markdown(result.text), version=version,
-                             formula_cdm=formula_cdm)
+        figures = score_page(sample.reference, scored_markdown(result.text, result.settings),
+                             version=version, formula_cdm=formula_cdm)
         scores: dict[str, float | None] = {
             name: value for name, value in figures.items() if value is not None
         }
@@ -330,7 +337,8 @@ def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
     for sample in record.samples:
         if sample.error is None and sample.prediction is not None:
             target = folder / f"{sample.sample_id[:-4]}.md"
-            target.write_text(deepseek_markdown(sample.prediction), encoding="utf-8")
+            markdown = scored_markdown(sample.prediction, sample.details.get("settings"))
+            target.write_text(markdown, encoding="utf-8")
 
 
 def official_summary(bench: OmniDocBench, predictions: Path, version: str = "1.0",

@@ -15,6 +15,7 @@ from evalsuite.datasets.quality import QualityArticle, load_quality, quality_fil
 from evalsuite.engines.base import RECIPE_NGRAM, InferenceRequest, InferenceResult
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.metrics.qa import parse_choice
+from evalsuite.models import QUESTION_ANSWERING
 from evalsuite.prompts import (
     BLANK_IMAGE_SIZE,
     blank_image,
@@ -67,6 +68,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tiny-deepseek-ocr-2",),
         default_modes=("small",),
+        task=QUESTION_ANSWERING,
         anti_repetition=RECIPE_NGRAM,
         needs_vlm=True,
         order=30,

@@ -16,6 +16,7 @@ from evalsuite.benchmarks.scoring import CONTEXT_METRICS, TEXT, context_scores, 
 from evalsuite.datasets.render_study import RENDER_STUDY_FETCH, RenderStudy, load_render_study
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.answers import expected_answer_found
+from evalsuite.models import PLAIN_TEXT, QUESTION_ANSWERING
 from evalsuite.prompts import (
     FREE_OCR,
     blank_image,
@@ -62,6 +63,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2", "replay"),
         default_modes=("small",),
+        task=PLAIN_TEXT,
         order=20,
         metrics=(*OCR_METRICS, *QA_METRICS),
     )
@@ -125,7 +127,7 @@ def qa_samples(study: RenderStudy, mode: str, config_name: str, condition: str) 
         samples.append(
             Sample(
                 sample_id,
-                InferenceRequest(image, prompt, mode, sample_id, key),
+                InferenceRequest(image, prompt, mode, sample_id, key, task=QUESTION_ANSWERING),
                 reference=question.answer,
                 details={
                     "question": question.question,

@@ -13,6 +13,7 @@ from evalsuite.datasets.surya import DetectionPage, load_detection
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.engines.grounding import parse_grounding
 from evalsuite.metrics.boxes import detection_precision_recall
+from evalsuite.models import TEXT_BOXES
 from evalsuite.prompts import MARKDOWN
 from evalsuite.render import PRESETS, cached_render_text
 from evalsuite.runner import UNIT, MetricSpec, Sample
@@ -66,6 +67,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tesseract",),
         default_modes=("base",),
+        task=TEXT_BOXES,
         order=50,
         metrics=METRICS,
     )

@@ -17,6 +17,7 @@ from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.metrics.boxes import Box
 from evalsuite.metrics.recognition import normalize_recognition_text
 from evalsuite.metrics.text import overlap_score_exact
+from evalsuite.models import LINE_TEXT
 from evalsuite.prompts import FREE_OCR
 from evalsuite.records.model import SampleRecord
 from evalsuite.render import PRESETS, cached_render_text
@@ -70,6 +71,7 @@ BENCHMARK = register(
         ),
         cpu_engines=("tesseract", "tiny-deepseek-ocr-2"),
         default_modes=("tiny",),
+        task=LINE_TEXT,
         order=60,
         metrics=METRICS,
     )

@@ -53,6 +53,7 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite.metrics": "bottom",
     "evalsuite.render": "bottom",
     "evalsuite.engines": "bottom",
+    "evalsuite.models": "bottom",
     "evalsuite.datasets": "bottom",
     # inside-vllm: code vLLM imports in its own processes; it builds on the engines' pieces
     # (DeepSeek's views, the wire constants), and no engine depends on it

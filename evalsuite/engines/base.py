@@ -68,6 +68,9 @@ class InferenceRequest:
     anti_repetition: AntiRepetition | None = None
     """The benchmark's n-gram setting (served engines send it; None: the engine's own).
     Not part of :meth:`replay_key`: a recording answers whatever the decoding."""
+    task: str | None = None
+    """The task kind (:data:`evalsuite.models.TASKS`): a model profile other than DeepSeek's
+    answers it with its own prompt instead of ``prompt``; None: ``prompt`` only."""
 
     @cached_property
     def image_sha256(self) -> str | None:

@@ -40,6 +40,11 @@ What vLLM does with the request (read in vLLM 0.33.0's source):
   ``vllm/entrypoints/serve/engine/protocol.py``), so the ``evalsuite`` field that carries the
   sample's identity for ``evalsuite serve --engine replay`` is harmless there.
 
+A peer model (``model_profile``, :mod:`evalsuite.models`) is sent what its authors' runner
+sends instead: its prompt for the request's task kind in its message layout, its decoding
+fields and nothing else (no ``vllm_xargs``, no ``mm_processor_kwargs``), the page at its size;
+its pipeline turns the answer (or several calls) into the page the scorers read.
+
 Vision tokens come from the image size and mode (the ``model_family`` option):
 :func:`evalsuite.tokens.vision_tokens` for DeepSeek-OCR, :func:`ocr2_image_tokens` for
 DeepSeek-OCR-2, none for ``"none"``. ``output_tokens`` is the response's
@@ -63,12 +68,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -90,11 +96,22 @@ from evalsuite.engines.vllm_protocol import MODE_KWARG as VLLM_MODE_KWARG
 from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.images import PNG_SIGNATURE, lossless_png, open_image
+from evalsuite.models import (
+    CallError,
+    Completion,
+    ModelProfile,
+    TaskPrompt,
+    UnsupportedTaskError,
+    model_profile,
+    single_call,
+)
+from evalsuite.models.convert import ConversionError
 from evalsuite.tokens import MODES, text_token_count, vision_tokens
 
 if TYPE_CHECKING:
     import aiohttp
 
+DEFAULT_MAX_TOKENS = 8192
 PER_REQUEST = "per-request"
 """``mode`` value for a server that takes each request's mode (``evalsuite serve``)."""
 TABLE_CELL_TOKEN_IDS = (128821, 128822)
@@ -150,6 +167,8 @@ class ServerInfo:
     max_model_len: int | None = None
     root: str | None = None
     """The model card's ``root``: what vLLM loaded (a hub id or a folder)."""
+    modes: tuple[str, ...] | None = None
+    """``evalsuite serve``'s engine's modes (None: not said)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -249,7 +268,13 @@ class OpenAIChatEngine(EngineBase):
     answer, on another server if there is one, else after backoff ``backoff_s · 2^k`` s; an HTTP
     4xx answer or no answer within ``timeout_s`` is final), ``max_tokens``, ``ngram_size``
     (None: no ``vllm_xargs``), ``window_size``,
-    ``whitelist_token_ids``.
+    ``whitelist_token_ids``, ``api_key_env`` (the variable holding the key).
+
+    ``model_profile`` names a peer's profile (:mod:`evalsuite.models`): then the engine has one
+    mode (``native``), sends the profile's message and decoding fields only, prepares the page
+    by its image rule, runs its pipeline (retries, conversion) and records it; ``model``
+    defaults to the first of its checkpoints the server serves; ``prompt`` and ``decoding``
+    override its prompt text and decoding fields; ``max_tokens`` its length field.
     """
 
     name = "openai"
@@ -270,12 +295,23 @@ class OpenAIChatEngine(EngineBase):
         timeout_s: float = 600.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
-        max_tokens: int = 8192,
+        max_tokens: int | None = None,
         ngram_size: int | None = 30,
         window_size: int = 90,
         whitelist_token_ids: Sequence[int] = TABLE_CELL_TOKEN_IDS,
+        model_profile: str | None = None,
+        api_key_env: str | None = None,
+        prompt: str | None = None,
+        decoding: Mapping[str, Any] | None = None,
     ) -> None:
         api_bases = api_base_urls(api_base)
+        self.profile = self._peer_profile(model_profile)
+        if self.profile is not None:
+            model_family, mode, ngram_size = "none", OCR_MODE, None
+            self.mode_kwarg = None
+        elif prompt is not None or decoding:
+            raise ValueError("prompt and decoding overrides need a peer model_profile "
+                             "(DeepSeek's prompts and decoding are the benchmarks' own)")
         if model_family not in MODEL_FAMILIES:
             raise ValueError(
                 f"unknown model_family {model_family!r}; choose one of: {', '.join(MODEL_FAMILIES)}"
@@ -288,7 +324,7 @@ class OpenAIChatEngine(EngineBase):
         for name, value, minimum in (
             ("concurrency", concurrency, 1),
             ("max_retries", max_retries, 0),
-            ("max_tokens", max_tokens, 1),
+            ("max_tokens", DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens, 1),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
@@ -302,9 +338,12 @@ class OpenAIChatEngine(EngineBase):
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.backoff_s = float(backoff_s)
-        api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        self._headers = {"Authorization": f"Bearer {api_key}"}
-        self._endpoints = [Endpoint(info) for info in self._query_servers(api_bases, model)]
+        api_key = api_key or self._key_from(api_key_env) or os.environ.get("OPENAI_API_KEY")
+        self._headers = {"Authorization": f"Bearer {api_key or 'EMPTY'}"}
+        wanted: str | Sequence[str] | None = model
+        if model is None and self.profile is not None:
+            wanted = self.profile.hf_ids
+        self._endpoints = [Endpoint(info) for info in self._query_servers(api_bases, wanted)]
         self._info = self._endpoints[0].info
         if mode == PER_REQUEST and not (self._info.per_request_mode or self.mode_kwarg):
             raise EngineUnavailableError(
@@ -315,13 +354,24 @@ class OpenAIChatEngine(EngineBase):
             )
         if mode != PER_REQUEST:
             self.supported_modes = (mode,)
+        elif self._info.modes is not None and self.mode_kwarg is None:
+            self.supported_modes = self._info.modes  # evalsuite serve says what its engine has
         elif self._family.modes is not None:
             self.supported_modes = self._family.modes
         self.keyed_outputs = self._info.keyed_outputs
-        self._decoding: dict[str, Any] = {"temperature": 0.0, "skip_special_tokens": False}
         context = self._info.max_model_len
-        if context is None or max_tokens < context:
-            self._decoding["max_tokens"] = max_tokens
+        if self.profile is not None:
+            self._decoding = dict(self.profile.decoding)
+            if max_tokens is not None:
+                self._decoding[self.profile.max_tokens_field] = max_tokens
+            self._decoding.update(decoding or {})
+            self._prompt_override = prompt
+            self._overridden = prompt is not None or bool(decoding)
+        else:
+            self._decoding = {"temperature": 0.0, "skip_special_tokens": False}
+            max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+            if context is None or max_tokens < context:
+                self._decoding["max_tokens"] = max_tokens
         if ngram_size is not None:
             self._decoding["vllm_xargs"] = {
                 "ngram_size": ngram_size,
@@ -339,19 +389,36 @@ class OpenAIChatEngine(EngineBase):
             "max_tokens": self._decoding.get("max_tokens"),
             **self._decoding,
         }
+        if self.profile is not None:
+            del self._settings["vision_token_arithmetic"]
+            self._settings["max_tokens"] = self._decoding.get(self.profile.max_tokens_field)
 
     @property
     def default_label(self) -> str:
         """What results are keyed on when no label is given: the served model's name, its last
         path part in lower case (``deepseek-ai/DeepSeek-OCR`` and ``/models/DeepSeek-OCR`` are
-        both ``deepseek-ocr``), so goldens follow the model rather than the transport."""
-        return self._info.model.rstrip("/").rsplit("/", 1)[-1].lower()
+        both ``deepseek-ocr``), so goldens follow the model rather than the transport. With a
+        peer profile: the profile's name when the server runs one of its checkpoints, with
+        ``-v<version>`` after version 1 and ``+<hash>`` of the prompt and decoding overrides."""
+        served = self._info.model.rstrip("/").rsplit("/", 1)[-1].lower()
+        if self.profile is None:
+            return served
+        label = self.profile.name.lower() if self._info.model in self.profile.hf_ids else served
+        if self.profile.version != 1:
+            label += f"-v{self.profile.version}"
+        if self._overridden:
+            overrides = json.dumps([self._prompt_override, self._decoding], sort_keys=True)
+            label += "+" + hashlib.sha256(overrides.encode()).hexdigest()[:8]
+        return label
 
     def server_info(self) -> dict[str, Any]:
         """The server's URL, model id, kind and version, for run metadata; with the
         checkpoint's identity when the model id is a local folder (a server started on
-        ``--model-path``). Several servers: ``api_base`` lists their URLs."""
+        ``--model-path``), and a peer's profile (:meth:`ModelProfile.settings`). Several
+        servers: ``api_base`` lists their URLs."""
         info = self._info.as_dict()
+        if self.profile is not None:
+            info["model_profile"] = self.profile.settings()
         if len(self._endpoints) > 1:
             info["api_base"] = [endpoint.api_base for endpoint in self._endpoints]
         if Path(self._info.model).is_dir():
@@ -407,14 +474,7 @@ class OpenAIChatEngine(EngineBase):
         self, request: InferenceRequest, page: EncodedPage | None, payload: Any
     ) -> InferenceResult:
         """The result in a chat-completion response (parsed JSON); ValueError if it has none."""
-        try:
-            choice = payload["choices"][0]
-            text = choice["message"]["content"]
-            usage = payload.get("usage") or {}
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ValueError(f"no choices[0].message.content in the response ({exc!r})") from None
-        if not isinstance(text, str):
-            raise ValueError(f"choices[0].message.content is {type(text).__name__}, not text")
+        text, choice, usage = _message(payload)
         served = payload.get("evalsuite")
         if isinstance(served, Mapping):
             output_tokens = served.get("output_tokens")
@@ -457,6 +517,24 @@ class OpenAIChatEngine(EngineBase):
         }
         return {**self._decoding, "vllm_xargs": xargs, "anti_repetition_source": setting.source}
 
+    @staticmethod
+    def _peer_profile(name: str | None) -> ModelProfile | None:
+        """The profile ``name`` when it is a peer's (DeepSeek's keep this engine's own ways)."""
+        if name is None:
+            return None
+        profile = model_profile(name)
+        return profile if profile.family is None else None
+
+    @staticmethod
+    def _key_from(variable: str | None) -> str | None:
+        """The API key in environment variable ``variable``; ValueError when it is unset."""
+        if variable is None:
+            return None
+        key = os.environ.get(variable, "").strip()
+        if not key:
+            raise ValueError(f"api_key_env: the environment variable {variable} is not set")
+        return key
+
     def _default_mode(self, model_family: str) -> str:
         """The ``mode`` when none is given: each request's."""
         return PER_REQUEST
@@ -489,16 +567,26 @@ class OpenAIChatEngine(EngineBase):
             )
 
     def _check_mode(self, mode: str) -> None:
-        """ValueError naming the family's modes if ``mode`` is not one of them."""
+        """ValueError naming the family's modes if ``mode`` is not one of them (or, behind
+        ``evalsuite serve``, not one of its engine's)."""
+        served = getattr(self, "_info", None)
+        if served is not None and served.modes is not None and self.mode_kwarg is None:
+            if mode not in served.modes:
+                raise ValueError(f"the server's engine has no mode {mode!r}; it serves: "
+                                 f"{', '.join(served.modes)}")
+            return
         if self._family.modes is not None and mode not in self._family.modes:
             raise ValueError(
                 f"{self.model_family} has no mode {mode!r}; choose one of: "
                 f"{', '.join(self._family.modes)}"
             )
 
-    def _query_servers(self, api_bases: Sequence[str], model: str | None) -> list[ServerInfo]:
+    def _query_servers(
+        self, api_bases: Sequence[str], model: str | Sequence[str] | None
+    ) -> list[ServerInfo]:
         """Each server's :class:`ServerInfo`, the first server choosing the model when none is
-        given; EngineUnavailableError if they differ in anything but their URL."""
+        given (or the first it serves of several); EngineUnavailableError if they differ in
+        anything but their URL."""
         first = self._query_server(api_bases[0], model)
         infos = [first, *(self._query_server(base, first.model) for base in api_bases[1:])]
         for info in infos[1:]:
@@ -516,8 +604,9 @@ class OpenAIChatEngine(EngineBase):
                 )
         return infos
 
-    def _query_server(self, api_base: str, model: str | None) -> ServerInfo:
-        """Ask ``/models`` (and ``/version``) who is serving; unreachable -> EngineUnavailable."""
+    def _query_server(self, api_base: str, model: str | Sequence[str] | None) -> ServerInfo:
+        """Ask ``/models`` (and ``/version``) who is serving; unreachable -> EngineUnavailable.
+        ``model``: the id to use, or several (a profile's checkpoints), the first served."""
         import aiohttp
 
         try:
@@ -545,12 +634,17 @@ class OpenAIChatEngine(EngineBase):
             ) from None
         if not served:
             raise EngineUnavailableError(f"the server at {api_base} serves no model")
-        if model is not None and model not in served:
+        candidates = (model,) if isinstance(model, str) else tuple(model or served[:1])
+        chosen = next((name for name in candidates if name in served), None)
+        if chosen is None:
+            wanted = " or ".join(repr(name) for name in candidates)
+            hint = (f"; pass --served-model-name NAME if it serves {self.profile.name} under "
+                    "another name") if self.profile is not None and model is not None and \
+                not isinstance(model, str) else ""
             raise EngineUnavailableError(
-                f"the server at {api_base} does not serve {model!r}; it serves: "
-                f"{', '.join(served)}"
+                f"the server at {api_base} does not serve {wanted}; it serves: "
+                f"{', '.join(served)}{hint}"
             )
-        chosen = model or served[0]
         card = next(entry for entry in models["data"] if str(entry["id"]) == chosen)
         context = card.get("max_model_len") if isinstance(card, Mapping) else None
         root = card.get("root") if isinstance(card, Mapping) else None
@@ -565,6 +659,7 @@ class OpenAIChatEngine(EngineBase):
             keyed_outputs=version.get("keyed_outputs") is True,
             max_model_len=context if isinstance(context, int) and context > 0 else None,
             root=None if root is None else str(root),
+            modes=_reported_modes(version),
         )
 
     async def _complete_all(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
@@ -615,6 +710,8 @@ class OpenAIChatEngine(EngineBase):
     ) -> InferenceResult:
         """POST with retries, each on another server when one is free; a failure comes back as
         a result with ``error`` set and ``settings["api_base"]`` naming the last server."""
+        if self.profile is not None:
+            return await self._send_profiled(session, request)
         try:
             if isinstance(request.image, Image.Image):  # PNG-encoding it takes milliseconds
                 body, page = await asyncio.to_thread(self.build_body, request)
@@ -624,6 +721,17 @@ class OpenAIChatEngine(EngineBase):
             return InferenceResult(
                 text="", error=f"cannot send sample {request.sample_id!r}: {exc}"
             )
+        return await self._exchange(
+            session, body, lambda payload: self.parse_completion(request, page, payload)
+        )
+
+    async def _exchange(
+        self,
+        session: aiohttp.ClientSession,
+        body: dict[str, Any],
+        parse: Callable[[Any], InferenceResult],
+    ) -> InferenceResult:
+        """POST ``body`` (retries as :meth:`_send` says); the answer as ``parse`` reads it."""
         attempts = self.max_retries + 1
         tried: set[str] = set()
         problems: list[str] = []
@@ -638,7 +746,7 @@ class OpenAIChatEngine(EngineBase):
             endpoint.in_flight += 1
             endpoint.requests += 1
             try:
-                attempt = await self._post(session, url, request, body, page)
+                attempt = await self._post(session, url, body, parse)
             finally:
                 endpoint.in_flight -= 1
             self._note(endpoint, attempt)
@@ -649,6 +757,119 @@ class OpenAIChatEngine(EngineBase):
         return InferenceResult(
             text="", error=f"POST failed after {attempts} attempts: {'; '.join(problems)}",
             settings={"api_base": endpoint.api_base},
+        )
+
+    def task_prompt(self, request: InferenceRequest) -> TaskPrompt:
+        """The peer profile's message for ``request``'s task (the ``prompt`` override in place
+        of its text); UnsupportedTaskError for a task it has no prompt for."""
+        assert self.profile is not None
+        prompt = self.profile.task(request.task)
+        if self._prompt_override is not None:
+            prompt = replace(prompt, text=self._prompt_override)
+        return prompt
+
+    def profile_body(
+        self, prompt: TaskPrompt, page: Image.Image, decoding: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A peer profile's chat completion: an optional system message, then one user message
+        with the page (a PNG data URL) and the text in the profile's order, and ``decoding``
+        (the profile's, this call's changes, the overrides) as the body's own fields."""
+        image_part = {"type": "image_url", "image_url": {"url": encode_page(page).data_url}}
+        text_part = {"type": "text", "text": prompt.user_text}
+        content = [image_part, text_part] if prompt.image_first else [text_part, image_part]
+        messages: list[dict[str, Any]] = []
+        if prompt.system is not None:
+            messages.append({"role": "system", "content": prompt.system})
+        messages.append({"role": "user", "content": content})
+        return {"model": self._info.model, "messages": messages,
+                **decoding, **self._decoding_overrides()}
+
+    def _decoding_overrides(self) -> dict[str, Any]:
+        """What the engine's decoding changes of the profile's (--decoding, --max-new-tokens):
+        applied to every call, after a pipeline's own changes (olmOCR's temperatures)."""
+        assert self.profile is not None
+        return {k: v for k, v in self._decoding.items() if self.profile.decoding.get(k) != v
+                or k not in self.profile.decoding}
+
+    async def _send_profiled(
+        self, session: aiohttp.ClientSession, request: InferenceRequest
+    ) -> InferenceResult:
+        """A peer profile's pipeline for ``request``: the page prepared by its image rule, each
+        call POSTed as :meth:`_exchange` does, the answer converted; a sample the profile cannot
+        answer (no prompt for its task, no page, every call failed, an answer its converter
+        refuses) fails with the reason."""
+        profile = self.profile
+        assert profile is not None
+        calls: list[InferenceResult] = []
+        try:
+            prompt = self.task_prompt(request)
+            if request.image is None:
+                raise ValueError(f"{profile.name} needs a page image; sample has none")
+            original, page = await asyncio.to_thread(self._prepared_page, request.image)
+        except (UnsupportedTaskError, OSError, ValueError, TypeError) as exc:
+            return InferenceResult(
+                text="", error=f"cannot send sample {request.sample_id!r}: {exc}")
+
+        async def complete(image: Image.Image, decoding: Mapping[str, Any]) -> Completion:
+            body = await asyncio.to_thread(self.profile_body, prompt, image, decoding)
+            result = await self._exchange(session, body, self._parse_profiled)
+            result.settings["decoding"] = {k: v for k, v in body.items()
+                                           if k not in ("model", "messages")}
+            calls.append(result)
+            if result.error is not None:
+                raise CallError(result.error)
+            return Completion(result.text, result.settings.get("finish_reason"),
+                              result.settings.get("usage") or {})
+
+        pipeline = profile.pipeline or single_call
+        settings: dict[str, Any] = {
+            **self._settings, "mode": request.mode,
+            "model_profile": profile.settings(request.task),
+            "prepared_page": list(page.size),
+        }
+        if self._overridden:
+            settings["model_profile"]["overrides"] = {
+                "prompt": self._prompt_override, "decoding": self._decoding_overrides()}
+        try:
+            answer = await pipeline(profile, request.task or "", original, page, complete)
+        except (CallError, ConversionError) as exc:
+            last = calls[-1].settings if calls else {}
+            return InferenceResult(text="", error=f"{type(exc).__name__}: {exc}", settings={
+                **settings, **{k: last[k] for k in ("api_base", "decoding") if k in last},
+                "calls": len(calls)})
+        last = calls[-1].settings
+        tokens = [call.output_tokens for call in calls]
+        settings.update({
+            "api_base": last.get("api_base"),
+            "decoding": last.get("decoding"),
+            "finish_reason": last.get("finish_reason"),
+            "calls": len(calls),
+            **answer.details,
+        })
+        if answer.raw != answer.text:
+            settings["raw_answer"] = answer.raw
+        return InferenceResult(
+            text=answer.text,
+            output_tokens=sum(tokens) if all(isinstance(t, int) for t in tokens) else None,
+            settings=settings,
+        )
+
+    def _prepared_page(self, image: ImageInput) -> tuple[Image.Image, Image.Image]:
+        """The page upright in RGB (as every engine loads it), and as the profile's image rule
+        prepares it."""
+        assert self.profile is not None
+        page = load_page_image(image)
+        prepare = self.profile.prepare_image
+        return page, prepare(page) if prepare is not None else page
+
+    def _parse_profiled(self, payload: Any) -> InferenceResult:
+        """One peer call's completion: its text, finish reason and usage."""
+        text, choice, usage = _message(payload)
+        output_tokens = usage.get("completion_tokens")
+        return InferenceResult(
+            text=text,
+            output_tokens=output_tokens if isinstance(output_tokens, int) else None,
+            settings={"finish_reason": choice.get("finish_reason"), "usage": dict(usage)},
         )
 
     def _note(self, endpoint: Endpoint, attempt: Attempt) -> None:
@@ -675,9 +896,8 @@ class OpenAIChatEngine(EngineBase):
         self,
         session: aiohttp.ClientSession,
         url: str,
-        request: InferenceRequest,
         body: dict[str, Any],
-        page: EncodedPage | None,
+        parse: Callable[[Any], InferenceResult],
     ) -> Attempt:
         """One POST of ``body`` to ``url`` (see :class:`Attempt`)."""
         import aiohttp
@@ -700,7 +920,7 @@ class OpenAIChatEngine(EngineBase):
             return Attempt(InferenceResult(
                 text="", error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}"))
         try:
-            return Attempt(self.parse_completion(request, page, json.loads(raw)))
+            return Attempt(parse(json.loads(raw)))
         except ValueError as exc:
             return Attempt(InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}"))
 
@@ -730,6 +950,44 @@ def api_base_urls(api_base: str | Sequence[str]) -> tuple[str, ...]:
     if not urls:
         raise ValueError("api_base names no server")
     return tuple(urls)
+
+
+def _reported_modes(version: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The ``modes`` list of an ``evalsuite serve`` ``/version`` answer (None: none given)."""
+    modes = version.get("modes")
+    if isinstance(modes, list) and modes and all(isinstance(m, str) for m in modes):
+        return tuple(modes)
+    return None
+
+
+def served_modes(api_base: str, timeout_s: float = 10.0) -> tuple[str, ...] | None:
+    """The modes an ``evalsuite serve`` at ``api_base`` runs (its ``/version``); None for
+    another server or none answering (the engine then says why when it is created)."""
+    import aiohttp
+
+    try:
+        ((status, version),) = _run_coroutine(_get_json_all(
+            [f"{api_base.rstrip('/').removesuffix('/v1')}/version"], headers={},
+            timeout_s=timeout_s))
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    if status != 200 or not isinstance(version, Mapping):
+        return None
+    return _reported_modes(version)
+
+
+def _message(payload: Any) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:
+    """(text, ``choices[0]``, ``usage``) of a chat-completion response; ValueError without a
+    text answer."""
+    try:
+        choice = payload["choices"][0]
+        text = choice["message"]["content"]
+        usage = payload.get("usage") or {}
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"no choices[0].message.content in the response ({exc!r})") from None
+    if not isinstance(text, str):
+        raise ValueError(f"choices[0].message.content is {type(text).__name__}, not text")
+    return text, choice, usage
 
 
 def _error_message(raw: bytes) -> str:

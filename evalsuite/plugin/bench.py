@@ -29,6 +29,7 @@ from evalsuite.golden import (
     subset_data,
     tolerance_rule,
 )
+from evalsuite.models import UnsupportedTaskError
 from evalsuite.plugin.hints import evalsuite_command, rerun_command
 from evalsuite.plugin.options import SuiteOptions
 from evalsuite.plugin.session import BenchSession, bench_session
@@ -141,6 +142,7 @@ class Bench:
         """
         available = len(samples)
         samples = [self._keyed(sample) for sample in self.limit(samples)]
+        self._check_tasks(samples)
         if not samples:
             pytest.skip(f"{self.benchmark.name}: data source {self.source.name} has no samples")
         data = subset_data(self.data_id, len(samples), available)
@@ -197,6 +199,18 @@ class Bench:
             self._fail_on(record, results, gated)
         return record
 
+    def _check_tasks(self, samples: Sequence[Sample]) -> None:
+        """Fail the test at once when the engine's model profile has no prompt for a task of
+        ``samples`` (rather than failing every sample)."""
+        profile = getattr(self.engine, "profile", None)
+        if profile is None:
+            return
+        for task in sorted({sample.request.task for sample in samples}, key=str):
+            try:
+                profile.task(task)
+            except UnsupportedTaskError as exc:
+                pytest.fail(f"{self.benchmark.name}: {exc}", pytrace=False)
+
     def _golden_file(self) -> GoldenFile:
         """This test's golden file; a malformed one fails the test with one line naming the
         file and the entry."""
@@ -205,10 +219,12 @@ class Bench:
     def _keyed(self, sample: Sample) -> Sample:
         """``sample`` with the data source in its request's key (two sources may number their
         samples alike, ``0/line000``, and a recording of one must not be served for the other)
-        and the benchmark's anti-repetition setting."""
+        and the benchmark's anti-repetition setting and task kind (where the request names
+        none)."""
         key = {**sample.request.key, "data": self.data_id}
         request = replace(
-            sample.request, key=key, anti_repetition=self.benchmark.anti_repetition
+            sample.request, key=key, anti_repetition=self.benchmark.anti_repetition,
+            task=sample.request.task or self.benchmark.task,
         )
         return replace(sample, request=request)
 

@@ -4,8 +4,10 @@ before any test runs or any file is written."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,8 @@ import pytest
 from evalsuite import __version__
 from evalsuite.datasets import DATA_ENV
 from evalsuite.engines import engine_kind, supported_modes
-from evalsuite.engines.served import MODEL_FAMILIES, api_base_urls
+from evalsuite.engines.base import OCR_MODE
+from evalsuite.engines.served import MODEL_FAMILIES, api_base_urls, served_modes
 from evalsuite.errors import UnknownEngineError
 from evalsuite.images import (
     DEFAULT_MAX_IMAGE_PIXELS,
@@ -25,6 +28,7 @@ from evalsuite.images import (
     parse_max_image_pixels,
 )
 from evalsuite.metrics.omnidocbench.evaluation import OFFICIAL_VERSION as OMNIDOCBENCH_VERSIONS
+from evalsuite.models import UnknownModelError, available_models, model_profile
 from evalsuite.plugin.server import SERVED_ENGINES, SERVED_MODELS, model_argument, plan_server
 from evalsuite.records.metadata import git_label
 from evalsuite.records.results import RESULTS_FILE
@@ -101,6 +105,43 @@ def add_options(parser: pytest.Parser) -> None:
         default=SERVED_MODEL_DEFAULT,
         help=f"the model the served engines run: {', '.join(SERVED_MODELS)} (default "
         f"{SERVED_MODEL_DEFAULT}); its weights come from --model-path / --model-path-v2",
+    )
+    group.addoption(
+        "--model",
+        default=None,
+        metavar="NAME",
+        help="the model profile the served engines run, any case: "
+        f"{', '.join(available_models())} (its prompts, decoding, image rule and answer "
+        "conversion; docs/models.md); deepseek-ocr and deepseek-ocr-2 are --served-model's",
+    )
+    group.addoption(
+        "--served-model-name",
+        default=None,
+        metavar="ID",
+        help="with --model: the model id the server serves it under (default: the first of the "
+        "profile's Hugging Face ids that the server lists)",
+    )
+    group.addoption(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="the environment variable holding the served engines' API key (default "
+        "$OPENAI_API_KEY); a key is never taken on the command line nor recorded",
+    )
+    group.addoption(
+        "--prompt",
+        default=None,
+        metavar="TEXT",
+        help="with --model: replace the profile's prompt text for an experiment (results get "
+        "their own golden series)",
+    )
+    group.addoption(
+        "--decoding",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --model: set a decoding field of every request (VALUE read as JSON, else "
+        "text), e.g. temperature=0; repeatable; results get their own golden series",
     )
     group.addoption(
         "--server-timeout",
@@ -212,6 +253,13 @@ class SuiteOptions:
     """--api-base, in the order given: the servers a served engine spreads its requests over."""
     server_command: str | None = None
     served_model: str = SERVED_MODEL_DEFAULT
+    model: str | None = None
+    """--model: a peer's profile name as registered (None: none, or a DeepSeek model, which
+    sets ``served_model``)."""
+    served_model_name: str | None = None
+    api_key_env: str | None = None
+    prompt: str | None = None
+    decoding: dict[str, Any] = field(default_factory=dict)
     server_timeout_s: float = 1800.0
     concurrency: int | None = None
     server_error: str | None = None
@@ -292,6 +340,9 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
     root = config.rootpath
     engines = _names(option("--engine"))
     engines = None if engines in (None, (AUTO,)) else engines
+    model, served_model = _model(option("--model"), option("--served-model"))
+    if model is not None and engines is None:
+        engines = ("openai",)  # a peer runs behind any OpenAI-compatible server
     options = SuiteOptions(
         gpu=bool(option("--gpu")),
         engines=engines,
@@ -300,7 +351,12 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         model_path_v2=option("--model-path-v2"),
         api_bases=_api_bases(option("--api-base")),
         server_command=option("--server-command"),
-        served_model=_choice(option("--served-model"), "--served-model", tuple(SERVED_MODELS)),
+        served_model=served_model,
+        model=model,
+        served_model_name=option("--served-model-name"),
+        api_key_env=_api_key_env(option("--api-key-env")),
+        prompt=option("--prompt"),
+        decoding=_decoding(option("--decoding")),
         server_timeout_s=_seconds(option("--server-timeout"), "--server-timeout"),
         concurrency=_count(option("--concurrency"), "--concurrency"),
         vllm=option("--vllm"),
@@ -330,6 +386,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         dataset_name=_dataset_name(option("--dataset-name"), option("--pages-dir")),
     )
     _check_engines(options, gpu_engines)
+    _check_model(options)
     if options.shard is not None and options.update_golden:
         raise pytest.UsageError(
             "--shard and --update-golden exclude each other: a shard is part of the samples; "
@@ -363,6 +420,10 @@ def request_identity(options: SuiteOptions, root: Path) -> dict[str, Any]:
         "--engine": ",".join(options.engines or (AUTO,)),
         "--engine-label": options.engine_labels,
         "--served-model": options.served_model,
+        "--model": options.model,
+        "--served-model-name": options.served_model_name,
+        "--prompt": options.prompt,
+        "--decoding": options.decoding,
         "weights": {
             "deepseek-ocr": model_argument("deepseek-ocr", options.model_path),
             "deepseek-ocr-2": model_argument("deepseek-ocr-2", options.model_path_v2),
@@ -401,7 +462,7 @@ def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:
             raise pytest.UsageError(f"--engine: {exc}") from None
         if options.modes is None or kind == "ocr":
             continue
-        valid = engine_modes(name, options.served_model)
+        valid = engine_modes(name, options)
         wrong = [mode for mode in options.modes if mode not in valid]
         if wrong:
             raise pytest.UsageError(
@@ -419,14 +480,94 @@ def _check_engines(options: SuiteOptions, gpu_engines: Sequence[str]) -> None:
             )
 
 
-def engine_modes(name: str, served_model: str) -> tuple[str, ...]:
-    """The modes engine ``name`` can run; a served engine (``vllm``, ``openai``): the modes of
-    the ``--served-model`` family (the vLLM plugin serves each of them)."""
+def engine_modes(name: str, options: SuiteOptions) -> tuple[str, ...]:
+    """The modes engine ``name`` can run; a served engine (``vllm``, ``openai``): a peer
+    model's one mode (``native``), else the modes of the ``--served-model`` family (the vLLM
+    plugin serves each of them)."""
     if name in SERVED_ENGINES:
-        modes = MODEL_FAMILIES[served_model].modes
+        if options.model is not None:
+            return (OCR_MODE,)
+        if name == "openai" and options.api_bases:  # evalsuite serve: its engine's modes
+            reported = served_modes(options.api_bases[0])
+            if reported is not None:
+                return reported
+        modes = MODEL_FAMILIES[options.served_model].modes
         if modes is not None:
             return modes
     return supported_modes(name)
+
+
+def _model(value: str | None, served_model: str) -> tuple[str | None, str]:
+    """(peer profile name, --served-model) for --model and --served-model: a DeepSeek model
+    named by --model becomes the served model (one of them, not both differently)."""
+    served_model = _choice(served_model, "--served-model", tuple(SERVED_MODELS))
+    if value is None:
+        return None, served_model
+    try:
+        profile = model_profile(value)
+    except UnknownModelError as exc:
+        raise pytest.UsageError(f"--model: {exc}") from None
+    if profile.family is None:
+        return profile.name, served_model
+    if served_model not in (SERVED_MODEL_DEFAULT, profile.family):
+        raise pytest.UsageError(
+            f"--model {value} and --served-model {served_model} name different models; give one"
+        )
+    return None, profile.family
+
+
+def _check_model(options: SuiteOptions) -> None:
+    """Usage errors for settings that need a peer --model, and for what it cannot do yet."""
+    needs_model = {"--served-model-name": options.served_model_name, "--prompt": options.prompt,
+                   "--decoding": options.decoding or None}
+    for name, value in needs_model.items():
+        if value is not None and options.model is None:
+            raise pytest.UsageError(
+                f"{name} needs --model NAME, a peer's profile ({', '.join(available_models())})"
+            )
+    if options.model is None:
+        return
+    wrong = [name for name in options.engines or () if name not in SERVED_ENGINES]
+    if wrong:
+        raise pytest.UsageError(
+            f"--model {options.model} runs on the served engines ({', '.join(SERVED_ENGINES)}), "
+            f"not {', '.join(wrong)}"
+        )
+    if not options.api_bases:
+        profile = model_profile(options.model)
+        flags = " ".join(shlex.quote(flag) for flag in profile.vllm_flags)
+        raise pytest.UsageError(
+            f"--model {profile.name} needs --api-base URL, a running server of it; this version "
+            f"does not start one. Its authors start it as: vllm serve {profile.hf_ids[0]} {flags}"
+        )
+
+
+def _api_key_env(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise pytest.UsageError(
+            f"--api-key-env {value!r}: expected an environment variable's name (the key itself "
+            "never goes on the command line)"
+        )
+    if not os.environ.get(value, "").strip():
+        raise pytest.UsageError(f"--api-key-env {value}: the variable is not set")
+    return value
+
+
+def _decoding(values: Sequence[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for item in values:
+        key, equals, text = item.partition("=")
+        if not equals or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise pytest.UsageError(f"--decoding {item!r}: expected KEY=VALUE, e.g. temperature=0")
+        if key in ("model", "messages"):
+            raise pytest.UsageError(f"--decoding {item!r}: {key} is not a decoding field")
+        try:
+            fields[key] = json.loads(text)
+        except ValueError:
+            fields[key] = text
+    return fields
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

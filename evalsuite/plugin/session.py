@@ -170,6 +170,16 @@ class BenchSession:
             "api_base": list(self.options.api_bases),
             "model_family": self.options.served_model,
         }
+        if self.options.model is not None:
+            options["model_profile"] = self.options.model
+            if self.options.served_model_name is not None:
+                options["model"] = self.options.served_model_name
+            if self.options.prompt is not None:
+                options["prompt"] = self.options.prompt
+            if self.options.decoding:
+                options["decoding"] = dict(self.options.decoding)
+        if self.options.api_key_env is not None:
+            options["api_key_env"] = self.options.api_key_env
         if self.options.concurrency is not None:
             options["concurrency"] = self.options.concurrency
         if self.options.max_new_tokens is not None:

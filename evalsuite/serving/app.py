@@ -261,6 +261,7 @@ def create_app(
                 "server": SERVER_NAME,
                 "engine": engine_name,
                 "per_request_mode": True,
+                "modes": list(modes),
                 "keyed_outputs": bool(getattr(engine, "keyed_outputs", False)),
             }
         )
