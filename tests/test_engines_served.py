@@ -442,10 +442,23 @@ def test_unreachable_server_is_reported_at_creation() -> None:
 def test_per_request_modes_need_a_server_that_takes_them() -> None:
     with running(FakeOpenAIServer(version={"version": "0.11.1"})) as fake:
         with pytest.raises(EngineUnavailableError, match="mode=NAME"):
-            create_engine("openai", api_base=fake.api_base)
+            create_engine("openai", api_base=fake.api_base, model_family="deepseek-ocr")
         engine = create_engine("openai", api_base=fake.api_base, mode="large")
     assert engine.server_info()["version"] == "0.11.1"
     assert engine.supported_modes == ("large",)
+
+
+def test_a_stock_server_given_no_model_gets_no_deepseek_fields(page) -> None:
+    """No family, mode or profile named and a server that is not evalsuite serve: the
+    benchmark's prompt text with temperature 0 and max_tokens only, in one mode."""
+    with running(FakeOpenAIServer(version={"version": "0.11.1"}, plugin=False)) as fake:
+        engine = create_engine("openai", api_base=fake.api_base)
+        result = engine.infer(request(page, mode="native", prompt=MARKDOWN))
+    assert engine.generic and engine.supported_modes == ("native",)
+    assert result.error is None and result.vision_tokens is None
+    (body,) = fake.bodies
+    assert set(body) == {"model", "messages", "temperature", "max_tokens"}
+    assert body["messages"][0]["content"][1]["text"] == chat_text(MARKDOWN)
 
 
 def test_a_model_the_server_does_not_serve_is_refused() -> None:

@@ -330,3 +330,25 @@ def test_model_options_are_checked_before_anything_runs(
                       "--golden-dir", tmp_path, env=bench_env())
     assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
     assert message in done.stderr
+
+
+@pytest.mark.slow
+def test_a_stock_server_runs_the_benches_with_the_generic_request(tmp_path: Path) -> None:
+    """``--engine openai --api-base URL`` and no model named: every sample is answered by a
+    server that refuses DeepSeek's fields (was: an error at setup, then HTTP 400s)."""
+    from evalsuite.records.results import read_results
+
+    server = PeerServer(frozenset({"temperature", "max_tokens"}),
+                        lambda body, page: ("# Results\n\nThe table shows the results.", "stop"),
+                        ("some/model",))
+    with running(server):
+        done = run_pytest("benches/test_olmocr_bench.py", "--engine", "openai", "--api-base",
+                          server.api_base, "--update-golden", "--golden-dir", tmp_path / "golden",
+                          "--report-dir", tmp_path / "reports", env=bench_env())
+    assert done.returncode == 0, done.stdout[-3000:]
+    (results,) = (tmp_path / "reports").glob("*/results.json")
+    (record,) = read_results(results).records
+    assert record.engine == "model" and record.params["mode"] == "native"
+    assert record.samples and all(sample.error is None for sample in record.samples)
+    assert all(set(body) == {"model", "messages", "temperature", "max_tokens"}
+               for body in server.bodies)

@@ -261,9 +261,12 @@ class OpenAIChatEngine(EngineBase):
     several servers of one model, see the module docstring), ``model`` (default: the first id of
     the first server's ``/v1/models``), ``api_key`` (default ``$OPENAI_API_KEY``, else ``"EMPTY"``),
     ``model_family`` (``deepseek-ocr``, ``deepseek-ocr-2`` or ``none``: the modes and the
-    vision-token arithmetic, :data:`MODEL_FAMILIES`), ``mode`` (the server's resolution mode,
-    or ``"per-request"``, the default, for a server that takes each request's mode, i.e.
-    ``evalsuite serve``), ``concurrency`` (requests in flight per server), ``timeout_s`` (per
+    vision-token arithmetic, :data:`MODEL_FAMILIES`; default ``deepseek-ocr``), ``mode`` (the
+    server's resolution mode, or ``"per-request"``, the default, for a server that takes each
+    request's mode, i.e. ``evalsuite serve``; a stock server without ``model_family`` or
+    ``mode`` given is sent the benchmark's prompt text as it is, ``temperature`` 0 and
+    ``max_tokens`` only, in one mode, ``native``: :attr:`generic`),
+    ``concurrency`` (requests in flight per server), ``timeout_s`` (per
     attempt), ``max_retries`` (after a refused, timed-out or dropped connection or an HTTP 5xx
     answer, on another server if there is one, else after backoff ``backoff_s · 2^k`` s; an HTTP
     4xx answer or no answer within ``timeout_s`` is final), ``max_tokens``, ``ngram_size``
@@ -282,6 +285,8 @@ class OpenAIChatEngine(EngineBase):
     supported_modes: tuple[str, ...] = (*MODES, *OCR2_MODES, OCR_MODE)
     mode_kwarg: str | None = None
     """The ``mm_processor_kwargs`` key that carries each request's mode (None: not sent)."""
+    generic: bool = False
+    """A stock server given no model: the benchmark's prompt text, no DeepSeek-only field."""
 
     def __init__(
         self,
@@ -289,7 +294,7 @@ class OpenAIChatEngine(EngineBase):
         api_base: str | Sequence[str],
         model: str | None = None,
         api_key: str | None = None,
-        model_family: str = "deepseek-ocr",
+        model_family: str | None = None,
         mode: str | None = None,
         concurrency: int = 64,
         timeout_s: float = 600.0,
@@ -306,6 +311,8 @@ class OpenAIChatEngine(EngineBase):
     ) -> None:
         api_bases = api_base_urls(api_base)
         self.profile = self._peer_profile(model_profile)
+        family_given = model_family is not None
+        model_family = model_family or "deepseek-ocr"
         if self.profile is not None:
             model_family, mode, ngram_size = "none", OCR_MODE, None
             self.mode_kwarg = None
@@ -346,12 +353,17 @@ class OpenAIChatEngine(EngineBase):
         self._endpoints = [Endpoint(info) for info in self._query_servers(api_bases, wanted)]
         self._info = self._endpoints[0].info
         if mode == PER_REQUEST and not (self._info.per_request_mode or self.mode_kwarg):
-            raise EngineUnavailableError(
-                f"{self._where} ({self._info.server}) does not choose the "
-                "resolution mode per request; create the engine with mode=NAME, the mode it "
-                "serves, or use the vllm engine with a vLLM running evalsuite's plugin "
-                "(`make vllm-env`)"
-            )
+            if family_given:
+                raise EngineUnavailableError(
+                    f"{self._where} ({self._info.server}) does not choose the "
+                    "resolution mode per request; create the engine with mode=NAME, the mode "
+                    "it serves, or use the vllm engine with a vLLM running evalsuite's plugin "
+                    "(`make vllm-env`); for another model, name its profile (--model)"
+                )
+            # a stock server and no model named: the benchmark's prompt, nothing vendor-only
+            self.generic, mode, ngram_size = True, OCR_MODE, None
+            self.mode, self.model_family, self._family = mode, "none", MODEL_FAMILIES["none"]
+            model_family = "none"
         if mode != PER_REQUEST:
             self.supported_modes = (mode,)
         elif self._info.modes is not None and self.mode_kwarg is None:
@@ -368,7 +380,9 @@ class OpenAIChatEngine(EngineBase):
             self._prompt_override = prompt
             self._overridden = prompt is not None or bool(decoding)
         else:
-            self._decoding = {"temperature": 0.0, "skip_special_tokens": False}
+            self._decoding = {"temperature": 0.0}
+            if not self.generic:
+                self._decoding["skip_special_tokens"] = False
             max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
             if context is None or max_tokens < context:
                 self._decoding["max_tokens"] = max_tokens
@@ -961,8 +975,9 @@ def _reported_modes(version: Mapping[str, Any]) -> tuple[str, ...] | None:
 
 
 def served_modes(api_base: str, timeout_s: float = 10.0) -> tuple[str, ...] | None:
-    """The modes an ``evalsuite serve`` at ``api_base`` runs (its ``/version``); None for
-    another server or none answering (the engine then says why when it is created)."""
+    """The modes an ``evalsuite serve`` at ``api_base`` runs (its ``/version``; empty: any
+    mode); None for another server or none answering (the engine then says why when it is
+    created)."""
     import aiohttp
 
     try:
@@ -973,7 +988,9 @@ def served_modes(api_base: str, timeout_s: float = 10.0) -> tuple[str, ...] | No
         return None
     if status != 200 or not isinstance(version, Mapping):
         return None
-    return _reported_modes(version)
+    if version.get("server") != EVALSUITE_SERVER:
+        return None
+    return _reported_modes(version) or ()
 
 
 def _message(payload: Any) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:

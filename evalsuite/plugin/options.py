@@ -102,7 +102,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--served-model",
-        default=SERVED_MODEL_DEFAULT,
+        default=None,
         help=f"the model the served engines run: {', '.join(SERVED_MODELS)} (default "
         f"{SERVED_MODEL_DEFAULT}); its weights come from --model-path / --model-path-v2",
     )
@@ -253,6 +253,9 @@ class SuiteOptions:
     """--api-base, in the order given: the servers a served engine spreads its requests over."""
     server_command: str | None = None
     served_model: str = SERVED_MODEL_DEFAULT
+    served_model_given: bool = False
+    """Whether --served-model (or --model with a DeepSeek model) named the served model; without
+    it ``--engine openai`` sends a stock server nothing DeepSeek-only."""
     model: str | None = None
     """--model: a peer's profile name as registered (None: none, or a DeepSeek model, which
     sets ``served_model``)."""
@@ -340,7 +343,10 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
     root = config.rootpath
     engines = _names(option("--engine"))
     engines = None if engines in (None, (AUTO,)) else engines
-    model, served_model = _model(option("--model"), option("--served-model"))
+    served_model_given = option("--served-model") is not None or (
+        option("--model") is not None and option("--model").lower().startswith("deepseek-ocr"))
+    model, served_model = _model(option("--model"), option("--served-model")
+                                 or SERVED_MODEL_DEFAULT)
     if model is not None and engines is None:
         engines = ("openai",)  # a peer runs behind any OpenAI-compatible server
     options = SuiteOptions(
@@ -352,6 +358,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         api_bases=_api_bases(option("--api-base")),
         server_command=option("--server-command"),
         served_model=served_model,
+        served_model_given=served_model_given,
         model=model,
         served_model_name=option("--served-model-name"),
         api_key_env=_api_key_env(option("--api-key-env")),
@@ -489,8 +496,10 @@ def engine_modes(name: str, options: SuiteOptions) -> tuple[str, ...]:
             return (OCR_MODE,)
         if name == "openai" and options.api_bases:  # evalsuite serve: its engine's modes
             reported = served_modes(options.api_bases[0])
-            if reported is not None:
+            if reported:
                 return reported
+            if reported is None and not options.served_model_given:  # a stock server
+                return (OCR_MODE,)
         modes = MODEL_FAMILIES[options.served_model].modes
         if modes is not None:
             return modes

@@ -125,7 +125,7 @@ class BenchSession:
         if name == "replay":
             options["recordings"] = self._recordings()
         if name in SERVED_ENGINES:
-            options.update(self._served_options())
+            options.update(self._served_options(name))
         if self.options.batch_size is not None and name.startswith(
             ("deepseek-ocr-2", "tiny-deepseek-ocr-2")
         ):
@@ -157,8 +157,9 @@ class BenchSession:
             for label, details in self.engine_details.items()
         }
 
-    def _served_options(self) -> dict[str, Any]:
-        """A served engine's server (--api-base, or the one this run started) and model."""
+    def _served_options(self, name: str) -> dict[str, Any]:
+        """A served engine's server (--api-base, or the one this run started) and model: the
+        DeepSeek family for ``vllm`` and when named (--served-model), a peer's profile."""
         if self.options.server_error is not None:
             raise ServerStartError(self.options.server_error)
         if not self.options.api_bases:
@@ -166,10 +167,9 @@ class BenchSession:
                 "a served engine needs a model server: pass --api-base URL (a running "
                 "OpenAI-compatible server), or --gpu / --server-command so the run starts one"
             )
-        options: dict[str, Any] = {
-            "api_base": list(self.options.api_bases),
-            "model_family": self.options.served_model,
-        }
+        options: dict[str, Any] = {"api_base": list(self.options.api_bases)}
+        if self.options.served_model_given or name == "vllm":
+            options["model_family"] = self.options.served_model
         if self.options.model is not None:
             options["model_profile"] = self.options.model
             if self.options.served_model_name is not None:
