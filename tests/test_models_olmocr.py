@@ -23,7 +23,8 @@ from PIL import Image
 from evalsuite.models import CallError, Completion
 from evalsuite.models.convert import ConversionError
 from evalsuite.models.convert.olmocr import page_response
-from evalsuite.models.olmocr import OLMOCR_2, NoValidAnswerError, olmocr_page, prepared_size
+from evalsuite.models.olmocr import OLMOCR_2, NoValidAnswerError, olmocr_page
+from evalsuite.models.resize import side_scaled
 
 CASES = Path(__file__).parent / "fixtures" / "models" / "olmocr" / "olmocr2_frontmatter.json.gz"
 
@@ -140,7 +141,7 @@ def test_page_query_message_and_longest_side_equal_build_page_query() -> None:
         if given["image_rotation"] or given["page_rotate"] or given["mediabox_w_pt"] == 419.53:
             continue
         sides = (given["mediabox_w_pt"], given["mediabox_h_pt"])
-        assert prepared_size(*sides, given["target_longest_image_dim"]) == (
+        assert side_scaled(*sides, given["target_longest_image_dim"]) == (
             image["image"]["width"], image["image"]["height"]), given
         checked += 1
     assert checked >= 20

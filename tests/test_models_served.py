@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from evalsuite.errors import EngineUnavailableError
 from evalsuite.models import available_models, model_profile
 from evalsuite.models.dots_ocr import DOTS_OCR
 from evalsuite.models.olmocr import OLMOCR_2
+from evalsuite.models.resize import QWEN_VL_UTILS, side_scaled
 from tests.fake_servers import serving
 from tests.faults_support import bench_env
 from tests.subprocess_runs import run_pytest
@@ -131,16 +133,36 @@ def olmocr_answers() -> Answerer:
     return answer
 
 
+MARKDOWN_ANSWER = (
+    "# Results\n\nThe table shows the results.\n\n\\[E = mc^2\\]\n\n"
+    "<table><tr><td>a</td><td>b</td></tr><tr><td>1</td><td>2</td></tr></table>"
+)
+NANONETS_ANSWER = (
+    "<page_number>3</page_number>\n# Results\n\nThe table shows the results.\n\n$$E = mc^2$$"
+    "\n\n<table><tr><td>a</td><td>b</td></tr></table>\n<watermark>DRAFT</watermark>"
+)
+
+
+def plain_server(name: str, answer: str) -> Callable[[], PeerServer]:
+    """A server of profile ``name`` answering ``answer`` to every page."""
+    profile = model_profile(name)
+    return lambda: PeerServer(frozenset(profile.decoding), lambda b, p: (answer, "stop"),
+                              profile.hf_ids[:1])
+
+
 SERVERS: dict[str, Callable[[], PeerServer]] = {
-    "dots.ocr": lambda: PeerServer(frozenset(DOTS_OCR.decoding), lambda b, p: (DOTS_ANSWER, "stop"),
-                                   DOTS_OCR.hf_ids[:1]),
+    "dots.ocr": plain_server("dots.ocr", DOTS_ANSWER),
     "olmOCR-2": lambda: PeerServer(frozenset(OLMOCR_2.decoding), olmocr_answers(),
                                    OLMOCR_2.hf_ids[1:]),
+    "Qwen2.5-VL": plain_server("Qwen2.5-VL", MARKDOWN_ANSWER),
+    "Qwen3-VL": plain_server("Qwen3-VL", MARKDOWN_ANSWER),
+    "Nanonets-OCR2": plain_server("Nanonets-OCR2", NANONETS_ANSWER),
 }
 
 
 def test_every_registered_peer_has_an_end_to_end_server_here() -> None:
-    peers = {name for name in available_models() if model_profile(name).family is None}
+    peers = {name for name in available_models()
+             if model_profile(name).family is None and model_profile(name).unavailable is None}
     assert peers == set(SERVERS)
     assert model_profile("DOTS.OCR") is DOTS_OCR and model_profile("olmocr-2") is OLMOCR_2
 
@@ -292,7 +314,11 @@ PINNED_SETTINGS = {
     ("deepseek-ocr", 1): "f9ac6768ad539e39",
     ("deepseek-ocr-2", 1): "4973fbbaf6275ffa",
     ("dots.ocr", 1): "34f0b967b6173983",
+    ("GOT-OCR2", 1): "4207c183f13ab730",
+    ("Nanonets-OCR2", 1): "ad363b4c57e14a22",
     ("olmOCR-2", 1): "c66fe97781e71ce5",
+    ("Qwen2.5-VL", 1): "a2e08900392d9622",
+    ("Qwen3-VL", 1): "77524f54e25c4dda",
 }
 """Each profile version's settings, hashed: a changed prompt, decoding, image rule, converter,
 checkpoint list or vLLM flag must come with a new version (a new golden series)."""
@@ -321,6 +347,8 @@ def test_a_profile_setting_changes_only_with_its_version(name: str) -> None:
         (["--model", "dots.ocr", "--api-base", "http://127.0.0.1:9/v1", "--decoding", "x"],
          "--decoding 'x': expected KEY=VALUE"),
         (["--model", "deepseek-ocr", "--served-model", "deepseek-ocr-2"], "name different models"),
+        (["--model", "got-ocr2", "--api-base", "http://127.0.0.1:9/v1"],
+         "--model GOT-OCR2: vLLM does not serve GOT-OCR2"),
     ],
 )
 def test_model_options_are_checked_before_anything_runs(
@@ -352,3 +380,83 @@ def test_a_stock_server_runs_the_benches_with_the_generic_request(tmp_path: Path
     assert record.samples and all(sample.error is None for sample in record.samples)
     assert all(set(body) == {"model", "messages", "temperature", "max_tokens"}
                for body in server.bodies)
+
+
+def test_qwen_prompts_and_message_order_equal_omnidocbench_scripts() -> None:
+    cases = {c["input"]["script"]: c["output"]
+             for c in load_cases(FIXTURES / "qwen_vl" / "qwen_vl_prompts.json.gz")}
+    for name, script in (("Qwen2.5-VL", "Qwen2VL_img2md.py"),
+                         ("Qwen3-VL", "Qwen3-VL-235B_img2md.py")):
+        prompt = model_profile(name).task("page_markdown")
+        assert prompt.user_text == cases[script]["prompt"], name
+        assert prompt.system is None
+        assert prompt.image_first is cases[script]["content_order"][0].startswith("image")
+
+
+def test_qwen_page_is_qwen_vl_utils_size_and_qwen3_adds_prints_newline() -> None:
+    server = SERVERS["Qwen2.5-VL"]()
+    page = Image.new("RGB", (1700, 2200), "white")
+    with running(server):
+        result = create_engine("openai", api_base=server.api_base, model_profile="qwen2.5-vl"
+                               ).infer(InferenceRequest(page, "x", "native", "p",
+                                                        task="page_markdown"))
+    (body,) = server.bodies
+    image, _ = body["messages"][0]["content"]
+    height, width = QWEN_VL_UTILS.size(2200, 1700)
+    assert decoded(image["image_url"]["url"]).size == (width, height) != page.size
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 32000
+    assert result.text == MARKDOWN_ANSWER
+    server = SERVERS["Qwen3-VL"]()
+    with running(server):
+        result = create_engine("openai", api_base=server.api_base, model_profile="qwen3-vl"
+                               ).infer(InferenceRequest(page, "x", "native", "p",
+                                                        task="page_markdown"))
+    (body,) = server.bodies
+    assert set(body) == {"model", "messages"}
+    assert decoded(body["messages"][0]["content"][1]["image_url"]["url"]).size == page.size
+    assert result.text == MARKDOWN_ANSWER + "\n"
+
+
+NANONETS_CASES = load_cases(FIXTURES / "nanonets" / "nanonets_olmocr_runner_server.json.gz")
+
+
+def test_nanonets_request_equals_olmocr_bench_runner() -> None:
+    """run_nanonetsocr_2.run_server with its defaults: the same body (the page aside) and the
+    same page size: poppler's at the dpi it asked for, shortest side 1280."""
+    defaults = [c for c in NANONETS_CASES if c["input"]["kwargs"] == {}]
+    assert len(defaults) >= 20
+    server = SERVERS["Nanonets-OCR2"]()
+    with running(server):
+        engine = create_engine("openai", api_base=server.api_base, model_profile="nanonets-ocr2")
+        result = engine.infer(InferenceRequest(Image.new("RGB", (612, 792), "white"), "x",
+                                               "native", "p", task="page_markdown"))
+    assert result.text == NANONETS_ANSWER  # no converter upstream: the tags stay
+    (body,) = server.bodies
+    official = defaults[0]["output"]["http"][1]["post"]["json"]
+    assert {k: v for k, v in body.items() if k != "messages"} == {
+        k: v for k, v in official.items() if k != "messages"}
+    (system, user), (official_system, official_user) = body["messages"], official["messages"]
+    assert system == official_system and user["role"] == official_user["role"]
+    assert user["content"][1] == official_user["content"][1]
+    assert [part["type"] for part in user["content"]] == [
+        part["type"] for part in official_user["content"]]
+    checked = 0
+    for case in defaults:
+        (argv,) = case["output"]["pdftoppm_argv"]
+        dpi = float(argv[argv.index("-r") + 1])
+        sides = case["input"]["mediabox"]
+        ours = side_scaled(*sides, 1280, side="shortest")
+        short = sides.index(min(sides))
+        # poppler's ⌈⌉ of a product meant to be 1280 gives 1281 by float noise at times
+        assert ours[short] == 1280 and math.ceil(sides[short] * dpi / 72) in (1280, 1281)
+        other = 1 - short
+        product = sides[other] * dpi / 72
+        if abs(product - round(product)) > 1e-6:
+            assert ours[other] == math.ceil(product), case["input"]
+            checked += 1
+    assert checked >= 10
+
+
+def test_a_model_no_server_runs_is_refused_saying_why() -> None:
+    with pytest.raises(EngineUnavailableError, match="vLLM does not serve GOT-OCR2"):
+        create_engine("openai", api_base="http://127.0.0.1:9/v1", model_profile="GOT-OCR2")

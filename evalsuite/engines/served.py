@@ -537,6 +537,8 @@ class OpenAIChatEngine(EngineBase):
         if name is None:
             return None
         profile = model_profile(name)
+        if profile.unavailable is not None:
+            raise EngineUnavailableError(f"{profile.name}: {profile.unavailable}")
         return profile if profile.family is None else None
 
     @staticmethod

@@ -35,7 +35,10 @@ a text, continuing a text, the page's text lines with their boxes."""
 BUILTIN_MODEL_MODULES = (
     "evalsuite.models.deepseek_ocr",
     "evalsuite.models.dots_ocr",
+    "evalsuite.models.got_ocr2",
+    "evalsuite.models.nanonets",
     "evalsuite.models.olmocr",
+    "evalsuite.models.qwen_vl",
 )
 
 
@@ -128,6 +131,8 @@ class ModelProfile:
     runs_here: str = ""
     left_out: str = "—"
     """What of the authors' runner the profile does not do, and why (README's table)."""
+    unavailable: str | None = None
+    """Why no served engine can run the model (None: they can)."""
 
     def task(self, kind: str | None) -> TaskPrompt:
         """The prompt of task ``kind``; UnsupportedTaskError naming the tasks it has."""

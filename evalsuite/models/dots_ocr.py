@@ -28,6 +28,7 @@ from evalsuite.models import (
     register_model,
 )
 from evalsuite.models.convert.dots_ocr import page_markdown
+from evalsuite.models.resize import resized
 
 COMMIT = "rednote-hilab/dots.ocr@36d7248878f181c6257dc1cbd799ae940970444f"
 IMAGE_PREFIX = "<|img|><|imgpad|><|endofimg|>"
@@ -70,9 +71,7 @@ def rendered_size(width: int, height: int) -> tuple[int, int]:
 
 def prepare_page(page: Image.Image) -> Image.Image:
     """The page as dots.ocr's parser sends it: RGB at :func:`rendered_size`."""
-    page = page.convert("RGB")
-    size = rendered_size(*page.size)
-    return page if size == page.size else page.resize(size, Image.Resampling.BICUBIC)
+    return resized(page, rendered_size(*page.size))
 
 
 async def parse_page(

@@ -19,7 +19,6 @@ pages directly at that size).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from PIL import Image
@@ -36,6 +35,7 @@ from evalsuite.models import (
 )
 from evalsuite.models.convert import ConversionError
 from evalsuite.models.convert.olmocr import PageResponse, page_response
+from evalsuite.models.resize import resized, side_scaled
 
 OLMOCR = "olmocr 0.4.27 (PyPI; tag v0.4.27 1e139a5)"
 LONGEST_SIDE = 1288
@@ -62,20 +62,9 @@ class NoValidAnswerError(ConversionError):
     """Every attempt of olmOCR's ladder failed (olmocr would fall back to the text layer)."""
 
 
-def prepared_size(width: int, height: int, longest: int = LONGEST_SIDE) -> tuple[int, int]:
-    """(width, height) with the longest side ``longest``, the other ⌈s·longest/max⌉."""
-    scale = longest / max(width, height)
-    return (
-        longest if width >= height else math.ceil(width * scale - 1e-9),
-        longest if height > width else math.ceil(height * scale - 1e-9),
-    )
-
-
 def prepare_page(page: Image.Image) -> Image.Image:
     """The page at :data:`LONGEST_SIDE`, RGB."""
-    page = page.convert("RGB")
-    size = prepared_size(*page.size)
-    return page if size == page.size else page.resize(size, Image.Resampling.BICUBIC)
+    return resized(page, side_scaled(*page.size, LONGEST_SIDE))
 
 
 def rotated(page: Image.Image, rotation: int) -> Image.Image:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from PIL import Image
+
 from evalsuite.errors import EvalsuiteError
 
 MAX_ASPECT_RATIO = 200
@@ -84,6 +86,27 @@ class SmartResize:
     def _shrunk(self, side: float, f: int) -> int:
         floored = math.floor(side / f) * f
         return max(f, floored) if self.clamp_shrunk else floored
+
+
+def side_scaled(width: int, height: int, target: int, side: str = "longest") -> tuple[int, int]:
+    """(width, height) scaled so that the ``longest`` (or ``shortest``) side is ``target`` px,
+    the other ⌈s·target/ref⌉, as poppler sizes a page rendered at ``target·72/ref`` dpi."""
+    if side not in ("longest", "shortest"):
+        raise ValueError(f"side must be 'longest' or 'shortest', got {side!r}")
+    reference = max(width, height) if side == "longest" else min(width, height)
+    width_is_reference = width == reference
+    scale = target / reference
+    return (
+        target if width_is_reference else math.ceil(width * scale - 1e-9),
+        target if not width_is_reference else math.ceil(height * scale - 1e-9),
+    )
+
+
+def resized(page: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """``page`` in RGB at ``size`` (width, height), resampled with Pillow's bicubic filter (the
+    same page when the size is already that)."""
+    page = page.convert("RGB")
+    return page if page.size == size else page.resize(size, Image.Resampling.BICUBIC)
 
 
 DOTS_OCR = SmartResize(

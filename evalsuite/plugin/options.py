@@ -536,6 +536,9 @@ def _check_model(options: SuiteOptions) -> None:
             )
     if options.model is None:
         return
+    unavailable = model_profile(options.model).unavailable
+    if unavailable is not None:
+        raise pytest.UsageError(f"--model {options.model}: {unavailable}")
     wrong = [name for name in options.engines or () if name not in SERVED_ENGINES]
     if wrong:
         raise pytest.UsageError(

@@ -144,6 +144,8 @@ def _fail_unmeasured(session: pytest.Session, bench: BenchSession) -> None:
         return
     options = bench.options
     what = "--gpu" if options.gpu else "--engine " + ",".join(options.engines or ())
+    if options.model is not None:
+        what += f" --model {options.model}"
     session.config.stash[NOTHING_GATED_KEY] = (
         f"evalsuite: the run asked for {what} but gated no metric (every test skipped, "
         "errored or had no golden entry); failing it so that it is not taken for a pass"
