@@ -232,6 +232,22 @@ def test_olmocr_retries_over_http_with_its_ladder_and_sends_its_page_query() -> 
     assert engine.default_label == "olmocr-2"
 
 
+def test_the_label_follows_the_checkpoint_served_under_another_name() -> None:
+    """The authors' own command serves dots.ocr as ``model``: vLLM's card says what it loaded
+    (``root``), so results still key on the profile; a checkpoint of one's own keys on its id."""
+    for root, label in (("rednote-hilab/dots.ocr", "dots.ocr"), ("/ckpt/my-dots-ft", "model")):
+        server = PeerServer(frozenset(DOTS_OCR.decoding), lambda b, p: ("", "stop"), ("model",))
+
+        async def models(_: web.Request, root: str = root) -> web.Response:
+            return web.json_response({"data": [{"id": "model", "root": root}]})
+
+        server.models = models  # type: ignore[method-assign]
+        with running(server):
+            engine = create_engine("openai", api_base=server.api_base,
+                                   model_profile="dots.ocr", model="model")
+        assert engine.default_label == label
+
+
 def test_a_server_without_the_model_is_refused_naming_what_it_serves() -> None:
     server = PeerServer(frozenset(DOTS_OCR.decoding), lambda b, p: ("", "stop"), ("other/model",))
     with running(server), pytest.raises(EngineUnavailableError) as refused:

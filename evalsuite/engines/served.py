@@ -412,12 +412,15 @@ class OpenAIChatEngine(EngineBase):
         """What results are keyed on when no label is given: the served model's name, its last
         path part in lower case (``deepseek-ai/DeepSeek-OCR`` and ``/models/DeepSeek-OCR`` are
         both ``deepseek-ocr``), so goldens follow the model rather than the transport. With a
-        peer profile: the profile's name when the server runs one of its checkpoints, with
-        ``-v<version>`` after version 1 and ``+<hash>`` of the prompt and decoding overrides."""
+        peer profile: the profile's name when the server runs one of its checkpoints (its model
+        id or, under another served name, the ``root`` vLLM loaded), with ``-v<version>`` after
+        version 1 and ``+<hash>`` of the prompt and decoding overrides."""
         served = self._info.model.rstrip("/").rsplit("/", 1)[-1].lower()
         if self.profile is None:
             return served
-        label = self.profile.name.lower() if self._info.model in self.profile.hf_ids else served
+        checkpoints = self.profile.hf_ids
+        ours = self._info.model in checkpoints or self._info.root in checkpoints
+        label = self.profile.name.lower() if ours else served
         if self.profile.version != 1:
             label += f"-v{self.profile.version}"
         if self._overridden:
