@@ -343,10 +343,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
     root = config.rootpath
     engines = _names(option("--engine"))
     engines = None if engines in (None, (AUTO,)) else engines
-    served_model_given = option("--served-model") is not None or (
-        option("--model") is not None and option("--model").lower().startswith("deepseek-ocr"))
-    model, served_model = _model(option("--model"), option("--served-model")
-                                 or SERVED_MODEL_DEFAULT)
+    model, served_model, served_model_given = _model(option("--model"), option("--served-model"))
     if model is not None and engines is None:
         engines = ("openai",)  # a peer runs behind any OpenAI-compatible server
     options = SuiteOptions(
@@ -506,23 +503,24 @@ def engine_modes(name: str, options: SuiteOptions) -> tuple[str, ...]:
     return supported_modes(name)
 
 
-def _model(value: str | None, served_model: str) -> tuple[str | None, str]:
-    """(peer profile name, --served-model) for --model and --served-model: a DeepSeek model
-    named by --model becomes the served model (one of them, not both differently)."""
-    served_model = _choice(served_model, "--served-model", tuple(SERVED_MODELS))
+def _model(value: str | None, given: str | None) -> tuple[str | None, str, bool]:
+    """(peer profile name, served model, whether a served model was named) for --model and
+    --served-model: a DeepSeek model named by --model becomes the served model (one of them,
+    not both differently)."""
+    served_model = _choice(given or SERVED_MODEL_DEFAULT, "--served-model", tuple(SERVED_MODELS))
     if value is None:
-        return None, served_model
+        return None, served_model, given is not None
     try:
         profile = model_profile(value)
     except UnknownModelError as exc:
         raise pytest.UsageError(f"--model: {exc}") from None
     if profile.family is None:
-        return profile.name, served_model
+        return profile.name, served_model, given is not None
     if served_model not in (SERVED_MODEL_DEFAULT, profile.family):
         raise pytest.UsageError(
             f"--model {value} and --served-model {served_model} name different models; give one"
         )
-    return None, profile.family
+    return None, profile.family, True
 
 
 def _check_model(options: SuiteOptions) -> None:
