@@ -294,6 +294,20 @@ def prompts(count: int) -> list[InferenceRequest]:
     return [request(None, prompt=f"prompt {i:02d}", sample_id=f"s{i}") for i in range(count)]
 
 
+def served_tokens(server: FakeOpenAIServer) -> dict[str, int]:
+    """The prompt and completion tokens ``server`` reported for the bodies it answered."""
+    texts = [next(p["text"] for p in body["messages"][0]["content"] if "text" in p)
+             for body in server.bodies]
+    return {"prompt_tokens": sum(server.prompt_tokens(body) for body in server.bodies),
+            "completion_tokens": sum(len(text) for text in texts)}
+
+
+def sent_counts(engine: Any) -> dict[str, dict[str, int]]:
+    """Requests, completed and failed per server of ``engine``."""
+    return {url: {k: counts[k] for k in ("requests", "completed", "failed")}
+            for url, counts in engine.endpoint_counts().items()}
+
+
 def test_two_servers_share_the_requests_and_answers_keep_their_order() -> None:
     rng = random.Random(3)
     first = FakeOpenAIServer(delay_s=lambda: rng.uniform(0.01, 0.03))
@@ -305,10 +319,9 @@ def test_two_servers_share_the_requests_and_answers_keep_their_order() -> None:
     assert engine.preferred_batch_size == 8  # four in flight per server
     counts = engine.endpoint_counts()
     assert counts == {
-        first.api_base: {"requests": len(first.bodies), "completed": len(first.bodies),
-                         "failed": 0},
-        second.api_base: {"requests": len(second.bodies), "completed": len(second.bodies),
-                          "failed": 0},
+        server.api_base: {"requests": len(server.bodies), "completed": len(server.bodies),
+                          "failed": 0, "rate_limited": 0, **served_tokens(server)}
+        for server in (first, second)
     }
     assert len(first.bodies) + len(second.bodies) == 60
     assert abs(len(first.bodies) - len(second.bodies)) <= 8  # servers of one speed: even
@@ -339,7 +352,7 @@ def test_a_failed_request_is_retried_at_once_on_the_other_server() -> None:
     assert result.error is None and result.text == "eno ylno"
     assert elapsed < 5  # no 30 s backoff: another server was free
     assert result.settings["api_base"] == healthy.api_base
-    assert engine.endpoint_counts() == {
+    assert sent_counts(engine) == {
         failing.api_base: {"requests": 1, "completed": 0, "failed": 1},
         healthy.api_base: {"requests": 1, "completed": 1, "failed": 0},
     }
@@ -356,7 +369,8 @@ def test_every_request_of_a_batch_survives_a_server_that_goes_away() -> None:
         results = engine.infer_batch(prompts(30))  # the first server has stopped listening
     assert [r.text for r in results] == [f"prompt {i:02d}"[::-1] for i in range(30)]
     counts = engine.endpoint_counts()
-    assert counts[healthy.api_base] == {"requests": 30, "completed": 30, "failed": 0}
+    assert sent_counts(engine)[healthy.api_base] == {"requests": 30, "completed": 30,
+                                                     "failed": 0}
     # only the requests sent before its first refusal came back: then it rests
     assert counts[leaving.api_base]["completed"] == 0
     assert 1 <= counts[leaving.api_base]["failed"] <= 4
@@ -380,6 +394,7 @@ def test_concurrent_faults_rest_a_server_once_and_it_serves_again_after() -> Non
 
 
 def test_a_server_that_timed_out_rests_and_the_others_take_the_next_requests() -> None:
+    text_token_count("warm")  # the fake servers count tokens: load the tokenizer before 0.3 s runs
     delays = iter([1.0])
     stuck = FakeOpenAIServer(delay_s=lambda: next(delays, 0.0))
     other = FakeOpenAIServer()
@@ -391,8 +406,7 @@ def test_a_server_that_timed_out_rests_and_the_others_take_the_next_requests() -
     assert "no answer within timeout_s=0.3 s (not retried" in timed_out.error
     assert timed_out.settings["api_base"] == stuck.api_base
     assert [r.settings["api_base"] for r in later] == [other.api_base] * 2
-    assert engine.endpoint_counts()[stuck.api_base] == {
-        "requests": 1, "completed": 0, "failed": 1}
+    assert sent_counts(engine)[stuck.api_base] == {"requests": 1, "completed": 0, "failed": 1}
 
 
 def test_a_server_down_for_a_long_batch_fails_each_sample_with_its_own_error() -> None:

@@ -143,11 +143,58 @@ NANONETS_ANSWER = (
 )
 
 
+def chandra_answer(bbox: Callable[[int, int, int, int], str]) -> str:
+    """Chandra's ``ocr_layout`` answer: top-level layout divs of HTML, with a header and a
+    footer its converter leaves out; ``bbox`` writes a box as the version's prompt asks."""
+    blocks = [
+        ((40, 20, 960, 50), "Page-Header", "<p>Journal of Tests 12</p>"),
+        ((50, 60, 600, 100), "Section-Header", "<h1>Results</h1>"),
+        ((50, 110, 950, 300), "Text", "<p>The table shows the <b>results</b>.</p>"),
+        ((50, 310, 500, 360), "Equation-Block", '<math display="block">E = mc^2</math>'),
+        ((50, 370, 950, 600), "Table",
+         "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"),
+        ((40, 950, 200, 980), "Page-Footer", "<p>3</p>"),
+    ]
+    return "\n".join(f'<div data-bbox="{bbox(*box)}" data-label="{label}">{html}</div>'
+                     for box, label, html in blocks)
+
+
+CHANDRA_1_ANSWER = chandra_answer(lambda *box: json.dumps(list(box)))
+CHANDRA_2_ANSWER = chandra_answer(lambda *box: " ".join(map(str, box)))
+
+
 def plain_server(name: str, answer: str) -> Callable[[], PeerServer]:
     """A server of profile ``name`` answering ``answer`` to every page."""
     profile = model_profile(name)
     return lambda: PeerServer(frozenset(profile.decoding), lambda b, p: (answer, "stop"),
                               profile.hf_ids[:1])
+
+
+MINERU_LAYOUT = "\n".join(
+    f"<|box_start|>{box}<|box_end|><|ref_start|>{kind}<|ref_end|><|rotate_up|>"
+    for box, kind in [("100 40 900 80", "title"), ("100 100 900 300", "text"),
+                      ("250 320 750 360", "equation"), ("100 380 900 600", "table"),
+                      ("100 620 900 800", "image")])
+MINERU_BLOCK_ANSWERS = {
+    "\nTable Recognition:": "<fcel>a<fcel>b<nl><fcel>1<fcel>2<nl>",
+    "\nFormula Recognition:": "E = mc^2",
+}
+
+
+def mineru_answer(body: dict[str, Any], page: Image.Image) -> tuple[str, str]:
+    """MinerU2.5's answers by prompt, each ending in ``<|im_end|>`` (special tokens are kept):
+    the layout (a title, text, a formula, a table, an image); a table in OTSL, a formula in
+    LaTeX; text by the crop's shape (the title's is five times flatter than the text's)."""
+    prompt = body["messages"][1]["content"][1]["text"]
+    if prompt == "\nLayout Detection:":
+        text = MINERU_LAYOUT
+    elif prompt in MINERU_BLOCK_ANSWERS:
+        text = MINERU_BLOCK_ANSWERS[prompt]
+    elif page.width > 8 * page.height:
+        text = "Results"
+    else:
+        text = "The table shows the results."
+    return text + "<|im_end|>", "stop"
 
 
 SERVERS: dict[str, Callable[[], PeerServer]] = {
@@ -157,12 +204,20 @@ SERVERS: dict[str, Callable[[], PeerServer]] = {
     "Qwen2.5-VL": plain_server("Qwen2.5-VL", MARKDOWN_ANSWER),
     "Qwen3-VL": plain_server("Qwen3-VL", MARKDOWN_ANSWER),
     "Nanonets-OCR2": plain_server("Nanonets-OCR2", NANONETS_ANSWER),
+    "Chandra": plain_server("Chandra", CHANDRA_1_ANSWER),
+    "Chandra-2": plain_server("Chandra-2", CHANDRA_2_ANSWER),
+    "MinerU2.5": lambda: PeerServer(frozenset(model_profile("MinerU2.5").decoding),
+                                    mineru_answer, model_profile("MinerU2.5").hf_ids),
 }
 
 
 def test_every_registered_peer_has_an_end_to_end_server_here() -> None:
+    # API models: tests/test_models_api.py; profiles without a page_markdown task (no run of
+    # omnidocbench/olmocr_bench) run end to end in their own test files
     peers = {name for name in available_models()
-             if model_profile(name).family is None and model_profile(name).unavailable is None}
+             if model_profile(name).family is None and model_profile(name).unavailable is None
+             and model_profile(name).api_base is None
+             and "page_markdown" in model_profile(name).tasks}
     assert peers == set(SERVERS)
     assert model_profile("DOTS.OCR") is DOTS_OCR and model_profile("olmocr-2") is OLMOCR_2
 
@@ -327,12 +382,19 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
 
 
 PINNED_SETTINGS = {
+    ("Chandra", 1): "c6c0d918b9a3458b",
+    ("Chandra-2", 1): "c5dde7b4230a84f5",
     ("deepseek-ocr", 1): "f9ac6768ad539e39",
     ("deepseek-ocr-2", 1): "4973fbbaf6275ffa",
     ("dots.ocr", 1): "34f0b967b6173983",
+    ("Gemini-2.5-Flash", 1): "7e162ac7e5d3f58d",
     ("GOT-OCR2", 1): "4207c183f13ab730",
+    ("GPT-4o", 1): "96c7d367b32ab71e",
+    ("GPT-5", 1): "ec8189f585a1bb30",
+    ("MinerU2.5", 1): "b54bf4ab3e7411d3",
     ("Nanonets-OCR2", 1): "ad363b4c57e14a22",
     ("olmOCR-2", 1): "c66fe97781e71ce5",
+    ("PaddleOCR-VL", 1): "f1fdbcb935dce757",
     ("Qwen2.5-VL", 1): "a2e08900392d9622",
     ("Qwen3-VL", 1): "77524f54e25c4dda",
 }
@@ -354,7 +416,8 @@ def test_a_profile_setting_changes_only_with_its_version(name: str) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--model", "no-such-model"], "unknown model 'no-such-model'; choose one of: deepseek"),
+        (["--model", "no-such-model"],
+         "unknown model 'no-such-model'; choose one of: Chandra, Chandra-2, deepseek"),
         (["--prompt", "Read."], "--prompt needs --model NAME"),
         (["--model", "dots.ocr", "--engine", "tesseract"], "runs on the served engines"),
         (["--model", "dots.ocr"], "vllm serve rednote-hilab/dots.ocr --trust-remote-code"),

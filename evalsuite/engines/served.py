@@ -73,7 +73,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -92,6 +92,7 @@ from evalsuite.engines.deepseek_inputs import IMAGE_PLACEHOLDER, load_page_image
 from evalsuite.engines.deepseek_ocr import INFER_MAX_CROPS
 from evalsuite.engines.deepseek_ocr2 import OCR2_MODES, ocr2_image_tokens
 from evalsuite.engines.deepseek_views import FAMILY_VIEWS, image_token_count
+from evalsuite.engines.rate_limit import RateLimiter, retry_after_s
 from evalsuite.engines.vllm_protocol import MODE_KWARG as VLLM_MODE_KWARG
 from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import EngineUnavailableError
@@ -100,7 +101,9 @@ from evalsuite.models import (
     CallError,
     Completion,
     ModelProfile,
+    RateLimits,
     TaskPrompt,
+    TokenPrices,
     UnsupportedTaskError,
     model_profile,
     single_call,
@@ -181,13 +184,18 @@ SERVER_IDENTITY_FIELDS = tuple(f.name for f in fields(ServerInfo) if f.name != "
 @dataclass
 class Endpoint:
     """One server of an engine and what it did: POSTs sent (``requests``), answered with a
-    usable completion (``completed``) and not (``failed``: whatever the reason)."""
+    usable completion (``completed``) and not (``failed``: whatever the reason), refused for
+    its rate limit (``rate_limited``: HTTP 429, counted in ``failed`` too), and the tokens its
+    answers reported (``usage.prompt_tokens``, ``usage.completion_tokens``)."""
 
     info: ServerInfo
     in_flight: int = 0
     requests: int = 0
     completed: int = 0
     failed: int = 0
+    rate_limited: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     failures_in_a_row: int = 0
     resting_until: float = field(default=0.0, repr=False)
 
@@ -196,17 +204,24 @@ class Endpoint:
         return self.info.api_base
 
     def counts(self) -> dict[str, int]:
-        return {"requests": self.requests, "completed": self.completed, "failed": self.failed}
+        return {"requests": self.requests, "completed": self.completed, "failed": self.failed,
+                "rate_limited": self.rate_limited, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
 
 
 @dataclass(frozen=True)
 class Attempt:
     """One POST's outcome: ``result`` (None: retry it), and ``server_problem``, the server's
-    own fault (refused, dropped or timed-out connection, HTTP 5xx, no answer in time), which
-    rests the server; a 4xx or an unusable answer is the request's, not the server's."""
+    own fault (refused, dropped or timed-out connection, HTTP 5xx, no answer in time) or its
+    rate limit (HTTP 429), which rests the server; another 4xx or an unusable answer is the
+    request's, not the server's."""
 
     result: InferenceResult | None
     server_problem: str | None = None
+    retry_after_s: float | None = None
+    """How long the server asked the client to wait (``Retry-After``), if it did."""
+    rate_limited: bool = False
+    usage: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -268,8 +283,9 @@ class OpenAIChatEngine(EngineBase):
     ``max_tokens`` only, in one mode, ``native``: :attr:`generic`),
     ``concurrency`` (requests in flight per server), ``timeout_s`` (per
     attempt), ``max_retries`` (after a refused, timed-out or dropped connection or an HTTP 5xx
-    answer, on another server if there is one, else after backoff ``backoff_s · 2^k`` s; an HTTP
-    4xx answer or no answer within ``timeout_s`` is final), ``max_tokens``, ``ngram_size``
+    or 429 answer, on another server if there is one, else after the server's ``Retry-After``
+    or, without one, backoff ``backoff_s · 2^k`` s; another HTTP 4xx answer or no answer within
+    ``timeout_s`` is final), ``max_tokens``, ``ngram_size``
     (None: no ``vllm_xargs``), ``window_size``,
     ``whitelist_token_ids``, ``api_key_env`` (the variable holding the key).
 
@@ -277,7 +293,14 @@ class OpenAIChatEngine(EngineBase):
     mode (``native``), sends the profile's message and decoding fields only, prepares the page
     by its image rule, runs its pipeline (retries, conversion) and records it; ``model``
     defaults to the first of its checkpoints the server serves; ``prompt`` and ``decoding``
-    override its prompt text and decoding fields; ``max_tokens`` its length field.
+    override its prompt text and decoding fields; ``max_tokens`` its length field. An API
+    model's profile brings its key's variable (read when ``api_key_env`` is not given), its
+    provider's rate limits and its token prices.
+
+    ``requests_per_minute`` and ``tokens_per_minute`` (default: the profile's) hold the
+    requests to those limits (:class:`~evalsuite.engines.rate_limit.RateLimiter`);
+    ``token_prices`` (:class:`~evalsuite.models.TokenPrices`, default the profile's) prices the
+    run's tokens in :meth:`server_info`.
     """
 
     name = "openai"
@@ -308,6 +331,9 @@ class OpenAIChatEngine(EngineBase):
         api_key_env: str | None = None,
         prompt: str | None = None,
         decoding: Mapping[str, Any] | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        token_prices: TokenPrices | None = None,
     ) -> None:
         api_bases = api_base_urls(api_base)
         self.profile = self._peer_profile(model_profile)
@@ -345,7 +371,10 @@ class OpenAIChatEngine(EngineBase):
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.backoff_s = float(backoff_s)
-        api_key = api_key or self._key_from(api_key_env) or os.environ.get("OPENAI_API_KEY")
+        api_key = api_key or self._key_from(api_key_env) or self._profile_key() or \
+            os.environ.get("OPENAI_API_KEY")
+        self.limiter = self._limiter(requests_per_minute, tokens_per_minute)
+        self.token_prices = token_prices or (self.profile and self.profile.token_prices)
         self._headers = {"Authorization": f"Bearer {api_key or 'EMPTY'}"}
         wanted: str | Sequence[str] | None = model
         if model is None and self.profile is not None:
@@ -436,6 +465,10 @@ class OpenAIChatEngine(EngineBase):
         info = self._info.as_dict()
         if self.profile is not None:
             info["model_profile"] = self.profile.settings()
+        if self.limiter is not None:
+            info["rate_limits"] = asdict(self.limiter.limits)
+        if self.token_prices is not None:
+            info["token_prices"] = asdict(self.token_prices)
         if len(self._endpoints) > 1:
             info["api_base"] = [endpoint.api_base for endpoint in self._endpoints]
         if Path(self._info.model).is_dir():
@@ -543,6 +576,34 @@ class OpenAIChatEngine(EngineBase):
         if profile.unavailable is not None:
             raise EngineUnavailableError(f"{profile.name}: {profile.unavailable}")
         return profile if profile.family is None else None
+
+    def _profile_key(self) -> str | None:
+        """An API model's key from its provider's variable; EngineUnavailableError when the
+        profile has a provider and neither that nor ``$OPENAI_API_KEY`` is set."""
+        if self.profile is None or self.profile.api_key_env is None:
+            return None
+        key = os.environ.get(self.profile.api_key_env, "").strip()
+        if not key and not os.environ.get("OPENAI_API_KEY", "").strip():
+            raise EngineUnavailableError(
+                f"{self.profile.name} needs its API key: set {self.profile.api_key_env} (or name "
+                "the variable that holds it with --api-key-env VAR)"
+            )
+        return key or None
+
+    def _limiter(
+        self, requests_per_minute: float | None, tokens_per_minute: float | None
+    ) -> RateLimiter | None:
+        """The limiter for the given limits, else the profile's; None without any."""
+        profile_limits = self.profile.rate_limits if self.profile is not None else None
+        given = RateLimits(requests_per_minute, tokens_per_minute)
+        if profile_limits is not None:
+            given = RateLimits(
+                requests_per_minute or profile_limits.requests_per_minute,
+                tokens_per_minute or profile_limits.tokens_per_minute,
+            )
+        if given.requests_per_minute is None and given.tokens_per_minute is None:
+            return None
+        return RateLimiter(given)
 
     @staticmethod
     def _key_from(variable: str | None) -> str | None:
@@ -754,20 +815,27 @@ class OpenAIChatEngine(EngineBase):
         attempts = self.max_retries + 1
         tried: set[str] = set()
         problems: list[str] = []
+        retry_after: float | None = None
         for _ in range(attempts):
             endpoint = self._choose_endpoint(tried)
-            if endpoint.api_base in tried:  # no other server to turn to: back off, then choose
-                await asyncio.sleep(self.backoff_s * 2 ** min(
-                    len(problems) - len(tried), MAX_BACKOFF_DOUBLINGS))
+            if endpoint.api_base in tried:  # no other server to turn to: wait, then choose
+                await asyncio.sleep(retry_after if retry_after is not None else
+                                    self.backoff_s * 2 ** min(len(problems) - len(tried),
+                                                              MAX_BACKOFF_DOUBLINGS))
                 endpoint = self._choose_endpoint(tried)
             tried.add(endpoint.api_base)
             url = f"{endpoint.api_base}/chat/completions"
+            start = await self.limiter.acquire() if self.limiter is not None else None
             endpoint.in_flight += 1
             endpoint.requests += 1
             try:
                 attempt = await self._post(session, url, body, parse)
             finally:
                 endpoint.in_flight -= 1
+            if start is not None:
+                assert self.limiter is not None
+                self.limiter.settle(start, (attempt.usage or {}).get("total_tokens"))
+            retry_after = attempt.retry_after_s
             self._note(endpoint, attempt)
             if attempt.result is not None:
                 attempt.result.settings["api_base"] = endpoint.api_base
@@ -821,7 +889,7 @@ class OpenAIChatEngine(EngineBase):
         assert profile is not None
         calls: list[InferenceResult] = []
         try:
-            prompt = self.task_prompt(request)
+            task_message = self.task_prompt(request)
             if request.image is None:
                 raise ValueError(f"{profile.name} needs a page image; sample has none")
             original, page = await asyncio.to_thread(self._prepared_page, request.image)
@@ -829,8 +897,10 @@ class OpenAIChatEngine(EngineBase):
             return InferenceResult(
                 text="", error=f"cannot send sample {request.sample_id!r}: {exc}")
 
-        async def complete(image: Image.Image, decoding: Mapping[str, Any]) -> Completion:
-            body = await asyncio.to_thread(self.profile_body, prompt, image, decoding)
+        async def complete(image: Image.Image, decoding: Mapping[str, Any],
+                           prompt: TaskPrompt | None = None) -> Completion:
+            body = await asyncio.to_thread(self.profile_body, prompt or task_message, image,
+                                           decoding)
             result = await self._exchange(session, body, self._parse_profiled)
             result.settings["decoding"] = {k: v for k, v in body.items()
                                            if k not in ("model", "messages")}
@@ -863,6 +933,7 @@ class OpenAIChatEngine(EngineBase):
             "decoding": last.get("decoding"),
             "finish_reason": last.get("finish_reason"),
             "calls": len(calls),
+            "usage": _summed_usage(call.settings.get("usage") or {} for call in calls),
             **answer.details,
         })
         if answer.raw != answer.text:
@@ -900,7 +971,15 @@ class OpenAIChatEngine(EngineBase):
             endpoint.completed += 1
         else:
             endpoint.failed += 1
+        endpoint.rate_limited += attempt.rate_limited
+        for name in ("prompt_tokens", "completion_tokens"):
+            tokens = (attempt.usage or {}).get(name)
+            if isinstance(tokens, int) and tokens >= 0:
+                setattr(endpoint, name, getattr(endpoint, name) + tokens)
         now = time.monotonic()
+        if attempt.retry_after_s is not None:  # the server said how long: that is the rest
+            endpoint.resting_until = max(endpoint.resting_until, now + attempt.retry_after_s)
+            return
         if attempt.server_problem is None:
             if attempt.result is not None and attempt.result.error is None:
                 endpoint.failures_in_a_row, endpoint.resting_until = 0, 0.0
@@ -924,6 +1003,7 @@ class OpenAIChatEngine(EngineBase):
         try:
             async with session.post(url, json=body) as response:
                 status, raw = response.status, await response.read()
+                headers = response.headers
         except aiohttp.ConnectionTimeoutError as exc:
             return Attempt(None, f"{type(exc).__name__}: {exc or 'connect timeout'}")
         except TimeoutError:
@@ -933,13 +1013,16 @@ class OpenAIChatEngine(EngineBase):
                 "pages)"), message)
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             return Attempt(None, f"{type(exc).__name__}: {exc or 'connection lost'}")
-        if status >= 500:
-            return Attempt(None, f"HTTP {status}: {_error_message(raw)}")
+        if status >= 500 or status == 429:
+            return Attempt(None, f"HTTP {status}: {_error_message(raw)}",
+                           retry_after_s=retry_after_s(headers), rate_limited=status == 429)
         if status >= 400:
             return Attempt(InferenceResult(
                 text="", error=f"POST {url}: HTTP {status} (not retried): {_error_message(raw)}"))
         try:
-            return Attempt(parse(json.loads(raw)))
+            payload = json.loads(raw)
+            usage = payload.get("usage") if isinstance(payload, Mapping) else None
+            return Attempt(parse(payload), usage=usage if isinstance(usage, Mapping) else None)
         except ValueError as exc:
             return Attempt(InferenceResult(text="", error=f"POST {url}: unusable answer: {exc}"))
 
@@ -1010,6 +1093,16 @@ def _message(payload: Any) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:
     if not isinstance(text, str):
         raise ValueError(f"choices[0].message.content is {type(text).__name__}, not text")
     return text, choice, usage
+
+
+def _summed_usage(usages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The token counts of several calls' ``usage``, field by field (integer fields only)."""
+    total: dict[str, int] = {}
+    for usage in usages:
+        for name, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                total[name] = total.get(name, 0) + value
+    return total
 
 
 def _error_message(raw: bytes) -> str:

@@ -16,7 +16,7 @@ import importlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from PIL import Image
 
@@ -33,11 +33,15 @@ TASKS = (PAGE_MARKDOWN, PLAIN_TEXT, LINE_TEXT, QUESTION_ANSWERING, CONTINUATION,
 a text, continuing a text, the page's text lines with their boxes."""
 
 BUILTIN_MODEL_MODULES = (
+    "evalsuite.models.api_models",
+    "evalsuite.models.chandra",
     "evalsuite.models.deepseek_ocr",
     "evalsuite.models.dots_ocr",
     "evalsuite.models.got_ocr2",
+    "evalsuite.models.mineru",
     "evalsuite.models.nanonets",
     "evalsuite.models.olmocr",
+    "evalsuite.models.paddleocr_vl",
     "evalsuite.models.qwen_vl",
 )
 
@@ -89,9 +93,52 @@ class Answer:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-Complete = Callable[[Image.Image, Mapping[str, Any]], Awaitable[Completion]]
-"""Sends one call: the prepared page and the decoding fields of this call; raises
-:class:`CallError` when the server gave no usable completion."""
+@dataclass(frozen=True)
+class RateLimits:
+    """A provider's limits on one client: requests and tokens (prompt plus completion) per
+    minute; None: no limit."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TokenPrices:
+    """What a provider charges, in US dollars per million prompt (input) and completion
+    (output) tokens, and where the figures come from."""
+
+    input_usd_per_million: float
+    output_usd_per_million: float
+    source: str = "given"
+
+    def __post_init__(self) -> None:
+        if not (self.input_usd_per_million >= 0 and self.output_usd_per_million >= 0):
+            raise ValueError(
+                f"token prices must be >= 0, got {self.input_usd_per_million!r}, "
+                f"{self.output_usd_per_million!r}")
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """``(prompt · input + completion · output) / 10⁶`` dollars."""
+        return (prompt_tokens * self.input_usd_per_million
+                + completion_tokens * self.output_usd_per_million) / 1e6
+
+
+class Complete(Protocol):
+    """Sends one call: an image (the prepared page, or a part of it), the decoding fields of
+    this call and, for a pipeline whose calls ask different things (a layout, then each block),
+    the message of this call instead of the task's; raises :class:`CallError` when the server
+    gave no usable completion."""
+
+    def __call__(self, image: Image.Image, decoding: Mapping[str, Any],
+                 prompt: TaskPrompt | None = None) -> Awaitable[Completion]: ...
+
+
 Pipeline = Callable[["ModelProfile", str, Image.Image, Image.Image, Complete], Awaitable[Answer]]
 """A profile's way to its :class:`Answer` for a task kind, given the page as loaded (upright,
 RGB) and as its image rule prepared it for sending."""
@@ -133,6 +180,14 @@ class ModelProfile:
     """What of the authors' runner the profile does not do, and why (README's table)."""
     unavailable: str | None = None
     """Why no served engine can run the model (None: they can)."""
+    api_base: str | None = None
+    """An API model's provider endpoint (its OpenAI-compatible ``/v1`` URL); None: self-served."""
+    api_key_env: str | None = None
+    """The environment variable that holds an API model's key by the provider's convention."""
+    rate_limits: RateLimits | None = None
+    """The provider's limits the engine keeps to (per run: shared among pytest's workers)."""
+    token_prices: TokenPrices | None = None
+    """Not part of :meth:`settings`: a price changes the cost, not the answers."""
 
     def task(self, kind: str | None) -> TaskPrompt:
         """The prompt of task ``kind``; UnsupportedTaskError naming the tasks it has."""

@@ -144,6 +144,27 @@ def add_options(parser: pytest.Parser) -> None:
         "text), e.g. temperature=0; repeatable; results get their own golden series",
     )
     group.addoption(
+        "--requests-per-minute",
+        default=None,
+        metavar="N",
+        help="hold the served engines' requests to N a minute, shared among pytest's workers "
+        "(default: an API model's profile's limit, else none)",
+    )
+    group.addoption(
+        "--tokens-per-minute",
+        default=None,
+        metavar="N",
+        help="hold the served engines' tokens (prompt + completion) to N a minute (default: an "
+        "API model's profile's limit, else none)",
+    )
+    group.addoption(
+        "--token-prices",
+        default=None,
+        metavar="IN,OUT",
+        help="US dollars per million prompt and completion tokens, for the run's cost in "
+        "results.json and the summary (default: an API model's profile's list prices)",
+    )
+    group.addoption(
         "--server-timeout",
         default="1800",
         metavar="SECONDS",
@@ -263,6 +284,10 @@ class SuiteOptions:
     api_key_env: str | None = None
     prompt: str | None = None
     decoding: dict[str, Any] = field(default_factory=dict)
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    token_prices: tuple[float, float] | None = None
+    """--token-prices: US dollars per million prompt and completion tokens."""
     server_timeout_s: float = 1800.0
     concurrency: int | None = None
     server_error: str | None = None
@@ -352,7 +377,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         engine_labels=_labels(option("--engine-label"), engines),
         model_path=option("--model-path"),
         model_path_v2=option("--model-path-v2"),
-        api_bases=_api_bases(option("--api-base")),
+        api_bases=_api_bases(option("--api-base")) or _provider(model),
         server_command=option("--server-command"),
         served_model=served_model,
         served_model_given=served_model_given,
@@ -361,6 +386,9 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         api_key_env=_api_key_env(option("--api-key-env")),
         prompt=option("--prompt"),
         decoding=_decoding(option("--decoding")),
+        requests_per_minute=_rate(option("--requests-per-minute"), "--requests-per-minute"),
+        tokens_per_minute=_rate(option("--tokens-per-minute"), "--tokens-per-minute"),
+        token_prices=_token_prices(option("--token-prices")),
         server_timeout_s=_seconds(option("--server-timeout"), "--server-timeout"),
         concurrency=_count(option("--concurrency"), "--concurrency"),
         vllm=option("--vllm"),
@@ -516,7 +544,7 @@ def _model(value: str | None, given: str | None) -> tuple[str | None, str, bool]
         raise pytest.UsageError(f"--model: {exc}") from None
     if profile.family is None:
         return profile.name, served_model, given is not None
-    if served_model not in (SERVED_MODEL_DEFAULT, profile.family):
+    if given is not None and served_model != profile.family:
         raise pytest.UsageError(
             f"--model {value} and --served-model {served_model} name different models; give one"
         )
@@ -543,13 +571,52 @@ def _check_model(options: SuiteOptions) -> None:
             f"--model {options.model} runs on the served engines ({', '.join(SERVED_ENGINES)}), "
             f"not {', '.join(wrong)}"
         )
+    profile = model_profile(options.model)
+    if profile.api_key_env is not None and options.api_key_env is None and not any(
+            os.environ.get(name, "").strip() for name in (profile.api_key_env, "OPENAI_API_KEY")):
+        raise pytest.UsageError(
+            f"--model {profile.name} needs its API key: set {profile.api_key_env}, or name the "
+            "variable that holds it with --api-key-env VAR"
+        )
     if not options.api_bases:
-        profile = model_profile(options.model)
         flags = " ".join(shlex.quote(flag) for flag in profile.vllm_flags)
         raise pytest.UsageError(
             f"--model {profile.name} needs --api-base URL, a running server of it; this version "
             f"does not start one. Its authors start it as: vllm serve {profile.hf_ids[0]} {flags}"
         )
+
+
+def _provider(model: str | None) -> tuple[str, ...]:
+    """An API model's provider endpoint, the server when no --api-base is given."""
+    api_base = model_profile(model).api_base if model is not None else None
+    return () if api_base is None else (api_base,)
+
+
+def _rate(value: str | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or number == float("inf"):
+        raise pytest.UsageError(f"{name} {value!r}: expected a number > 0")
+    return number
+
+
+def _token_prices(value: str | None) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    try:
+        prices = tuple(float(part) for part in value.split(","))
+    except ValueError:
+        prices = ()
+    if len(prices) != 2 or not all(0 <= price < float("inf") for price in prices):
+        raise pytest.UsageError(
+            f"--token-prices {value!r}: expected IN,OUT, US dollars per million prompt and "
+            "completion tokens, e.g. 2.5,10"
+        )
+    return prices[0], prices[1]
 
 
 def _api_key_env(value: str | None) -> str | None:

@@ -20,6 +20,7 @@ from evalsuite.engines.base import Engine
 from evalsuite.engines.replay import STUDY_RECORDINGS
 from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 from evalsuite.golden import GoldenStore
+from evalsuite.models import RateLimits, TokenPrices, model_profile
 from evalsuite.plugin.options import SuiteOptions, parse_options, request_identity
 from evalsuite.plugin.server import SERVED_ENGINES, ServerStartError
 from evalsuite.records.metadata import ENDPOINT_COUNTS, new_run_id
@@ -182,6 +183,16 @@ class BenchSession:
             options["api_key_env"] = self.options.api_key_env
         if self.options.concurrency is not None:
             options["concurrency"] = self.options.concurrency
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+        profile_limits = (model_profile(self.options.model).rate_limits
+                          if self.options.model is not None else None) or RateLimits()
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            limit = getattr(self.options, name) or getattr(profile_limits, name)
+            if limit is not None:  # each worker process keeps its share of the run's limit
+                options[name] = limit / workers
+        if self.options.token_prices is not None:
+            options["token_prices"] = TokenPrices(*self.options.token_prices,
+                                                  source="--token-prices")
         if self.options.max_new_tokens is not None:
             options["max_tokens"] = self.options.max_new_tokens
         return options

@@ -16,6 +16,8 @@ from importlib import metadata as package_metadata
 from pathlib import Path
 from typing import Any
 
+from evalsuite.models import TokenPrices
+
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSIONED_PACKAGES = ("torch", "transformers", "tokenizers")
 _RUN_STARTS: dict[str, datetime] = {}
@@ -80,6 +82,8 @@ class RunMetadata:
 
 ENDPOINT_COUNTS = "endpoint_counts"
 """The key of a served engine's per-server request counts in its engine details."""
+TOKEN_USAGE = "token_usage"
+"""The key of an engine's run-wide tokens and cost in its engine details (:func:`token_usage`)."""
 
 
 def merge_engine_details(
@@ -99,7 +103,30 @@ def merge_engine_details(
                 for name, value in values.items():
                     into[name] = into.get(name, 0) + int(value)
             merged[label] = {**details, **({ENDPOINT_COUNTS: counts} if counts else {})}
+    for details in merged.values():
+        usage = token_usage(details)
+        if usage is not None:
+            details[TOKEN_USAGE] = usage
     return merged
+
+
+def token_usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An engine's tokens over the run, from its :data:`ENDPOINT_COUNTS`: prompt and completion
+    tokens summed over its servers and, where its details carry ``token_prices`` (US dollars per
+    million tokens), ``cost_usd`` (:meth:`TokenPrices.cost_usd`). None for an
+    engine whose servers reported no tokens."""
+    counts = details.get(ENDPOINT_COUNTS) or {}
+    prompt = sum(int(c.get("prompt_tokens", 0)) for c in counts.values())
+    completion = sum(int(c.get("completion_tokens", 0)) for c in counts.values())
+    if not (prompt or completion):
+        return None
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "rate_limited": sum(int(c.get("rate_limited", 0))
+                                                 for c in counts.values())}
+    prices = details.get("token_prices")
+    if isinstance(prices, Mapping):
+        usage["cost_usd"] = TokenPrices(**prices).cost_usd(prompt, completion)
+    return usage
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -11,7 +11,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 
-from evalsuite.records.metadata import ENDPOINT_COUNTS
+from evalsuite.records.metadata import ENDPOINT_COUNTS, TOKEN_USAGE
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import RunResults
 from evalsuite.textformat import MISSING, format_table, shorten, significant
@@ -81,6 +81,7 @@ def summary_lines(run: RunResults, width: int = 100) -> list[str]:
                     initial_indent="  ", subsequent_indent="    "))
             lines.extend(explained_failures(record, width))
     lines.extend(endpoint_lines(run, width))
+    lines.extend(usage_lines(run, width))
     for line in gated_lines(run):
         lines.extend(textwrap.wrap(line, width, subsequent_indent="  ") or [line])
     return lines
@@ -101,6 +102,28 @@ def endpoint_lines(run: RunResults, width: int) -> list[str]:
         ]
         lines.extend(textwrap.wrap(f"{label} requests by server: {' · '.join(parts)}", width,
                                    initial_indent="  ", subsequent_indent="    "))
+    return lines
+
+
+def usage_lines(run: RunResults, width: int) -> list[str]:
+    """What each priced engine (an API model's) used: its prompt and completion tokens, their
+    cost at its prices, and the requests its provider refused for the rate limit; one line per
+    engine with prices or refusals."""
+    lines = []
+    for label, details in sorted(run.metadata.engine_details.items()):
+        usage = details.get(TOKEN_USAGE)
+        if not usage or ("cost_usd" not in usage and not usage.get("rate_limited")):
+            continue
+        text = (f"{label} tokens: {usage['prompt_tokens']:,} prompt + "
+                f"{usage['completion_tokens']:,} completion")
+        if "cost_usd" in usage:
+            prices = details["token_prices"]
+            text += (f" = ${usage['cost_usd']:,.4f} (USD per million tokens: "
+                     f"{prices['input_usd_per_million']:g} in, "
+                     f"{prices['output_usd_per_million']:g} out)")
+        if usage.get("rate_limited"):
+            text += f"; {usage['rate_limited']} requests refused for the rate limit (HTTP 429)"
+        lines.extend(textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    "))
     return lines
 
 

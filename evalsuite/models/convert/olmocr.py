@@ -1,4 +1,6 @@
-"""olmOCR-2's answer (YAML front matter, then the page) as its pipeline reads it.
+"""olmOCR-2's answer (YAML front matter, then the page) as its pipeline reads it, and an answer
+in olmOCR-bench's JSON schema as its API runners read it (:func:`json_page_response`,
+:func:`json_natural_text`).
 
 As olmocr 0.4.27's ``try_single_page`` does with ``FrontMatterParser(PageResponse)``
 (olmocr/train/front_matter.py): the answer must start with exactly ``---\\n``; the front matter runs
@@ -15,6 +17,7 @@ pipeline retries (:class:`~evalsuite.models.convert.ConversionError` here). The 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,3 +102,60 @@ def page_response(answer: str) -> PageResponse:
         if not isinstance(values[name], bool):
             raise ConversionError(f"{name} must be true or false, got {values[name]!r}")
     return PageResponse(**values, natural_text=text or None)
+
+
+def json_page_response(content: str) -> PageResponse:
+    """An answer in olmOCR-bench's JSON schema read as its ``run_chatgpt`` and ``run_server``
+    read it: ``PageResponse(**json.loads(content))`` (olmocr 0.4.27
+    olmocr/prompts/prompts.py), so exactly the six fields, rotation_correction one of 0, 90,
+    180, 270 (checked first), then each field of its type: primary_language and natural_text
+    a string or null, the others booleans and an integer. ConversionError naming the official
+    exception otherwise."""
+    data = _json_answer(content)
+    if not isinstance(data, dict):
+        raise ConversionError(
+            f"TypeError: PageResponse() argument after ** must be a mapping, not "
+            f"{type(data).__name__}")
+    fields = (*FRONT_MATTER_FIELDS, "natural_text")
+    missing = [name for name in fields if name not in data]
+    if missing:
+        raise ConversionError(f"TypeError: the answer lacks {', '.join(missing)}")
+    extra = sorted(set(data) - set(fields))
+    if extra:
+        raise ConversionError(f"TypeError: unexpected fields in the answer: {', '.join(extra)}")
+    try:
+        allowed = data["rotation_correction"] in ROTATIONS
+    except TypeError:  # unhashable: olmocr's set test raises as well
+        allowed = False
+    if not allowed:
+        raise ConversionError("ValueError: rotation_correction must be one of [0, 90, 180, 270].")
+    types = {"primary_language": (str, type(None)), "is_rotation_valid": bool,
+             "rotation_correction": int, "is_table": bool, "is_diagram": bool,
+             "natural_text": (str, type(None))}
+    for name, kind in types.items():
+        if not isinstance(data[name], kind):
+            raise ConversionError(f"TypeError: {name} has the wrong type ({data[name]!r})")
+    return PageResponse(**data)
+
+
+def json_natural_text(content: str) -> str | None:
+    """An answer in olmOCR-bench's JSON schema read as its ``run_gemini`` reads it:
+    ``json.loads(content)["natural_text"]``, nothing else checked. Deliberate deviation: a
+    natural_text that is neither text nor null fails (olmocr would write its repr)."""
+    data = _json_answer(content)
+    if not isinstance(data, dict):
+        raise ConversionError(f"TypeError: the answer is a JSON {type(data).__name__}, not an "
+                              "object")
+    if "natural_text" not in data:
+        raise ConversionError("KeyError: the answer has no 'natural_text'")
+    text = data["natural_text"]
+    if not isinstance(text, (str, type(None))):
+        raise ConversionError(f"natural_text is a JSON {type(text).__name__}, not text or null")
+    return text
+
+
+def _json_answer(content: str) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError as exc:
+        raise ConversionError(f"JSONDecodeError: {exc}") from None
