@@ -7,7 +7,7 @@ BENCHMARK = olmocr_bench.BENCHMARK
 
 def test_olmocr_bench(bench):
     record = bench.evaluate(
-        olmocr_bench.samples(bench.data, bench.mode),
+        olmocr_bench.samples(bench.data, bench.mode, bench.options.repeats),
         olmocr_bench.score,
         olmocr_bench.METRICS,
         group_by=olmocr_bench.category,

@@ -24,6 +24,7 @@ from evalsuite.engines.base import OCR_MODE
 from evalsuite.errors import EvalsuiteError
 from evalsuite.golden import GoldenStore
 from evalsuite.images import set_max_image_pixels
+from evalsuite.models import model_profile
 from evalsuite.plugin.bench import bench
 from evalsuite.plugin.options import (
     INI_BENCHMARKS,
@@ -36,7 +37,9 @@ from evalsuite.plugin.reporting import GOLDEN_BEFORE_KEY, finish_session, termin
 from evalsuite.plugin.server import (
     INSTALL_HINT,
     SERVED_ENGINES,
+    ServerPlan,
     ServerStartError,
+    plan_peer_server,
     plan_server,
     start_server,
     vllm_environment,
@@ -115,25 +118,7 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
         return  # the engine then says it needs --api-base
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     try:
-        vllm, platform = "vllm", "cuda"
-        if options.server_command is None:  # vLLM with evalsuite's plugin
-            environment = vllm_environment(options.vllm or vllm_executable(config.rootpath))
-            if not environment.plugin:
-                raise ServerStartError(
-                    f"{environment.describe()}: the suite needs its vLLM plugin there for "
-                    f"DeepSeek's modes and preprocessing; {INSTALL_HINT}"
-                )
-            vllm, platform = environment.executable, environment.platform
-            if reporter is not None:
-                reporter.write_line(f"evalsuite: {environment.describe()}")
-        plan = plan_server(
-            options.server_command,
-            options.served_model,
-            options.served_model_path(),
-            options.server_timeout_s,
-            vllm=vllm,
-            platform=platform,
-        )
+        plan = _server_plan(config, options, reporter)
         if reporter is not None:
             reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
         server = start_server(plan, run_dir / "server.log")
@@ -148,6 +133,29 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
     config.stash[OPTIONS_KEY] = replace(
         options, api_bases=(server.api_base,), server_weights=plan.weights
     )
+
+
+def _server_plan(config: pytest.Config, options: SuiteOptions, reporter: Any) -> ServerPlan:
+    """--server-command as given; for a peer (--model) a stock vLLM with its authors' flags;
+    else vLLM with evalsuite's plugin, which DeepSeek's modes need."""
+    if options.server_command is not None:
+        return plan_server(options.server_command, options.served_model,
+                           options.served_model_path(), options.server_timeout_s)
+    executable = options.vllm or vllm_executable(config.rootpath)
+    if options.model is not None:
+        return plan_peer_server(model_profile(options.model), options.model_path,
+                                options.server_timeout_s, vllm=executable)
+    environment = vllm_environment(executable)
+    if not environment.plugin:
+        raise ServerStartError(
+            f"{environment.describe()}: the suite needs its vLLM plugin there for "
+            f"DeepSeek's modes and preprocessing; {INSTALL_HINT}"
+        )
+    if reporter is not None:
+        reporter.write_line(f"evalsuite: {environment.describe()}")
+    return plan_server(None, options.served_model, options.served_model_path(),
+                       options.server_timeout_s, vllm=environment.executable,
+                       platform=environment.platform)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -71,10 +71,10 @@ class ResumeError(EvalsuiteError, ValueError):
 
 
 def request_key(engine_label: str, engine: Engine, request: InferenceRequest) -> str:
-    """What identifies a request's result: engine label, image bytes, prompt, mode and
-    anti-repetition setting; plus the request's replay key for engines whose output depends on
-    it (replay). SHA-256 hex, the same in every process and run (sets are sorted, so that the
-    hash seed does not order them)."""
+    """What identifies a request's result: engine label, image bytes, prompt, mode,
+    anti-repetition setting and repeat (after the first); plus the request's replay key for
+    engines whose output depends on it (replay). SHA-256 hex, the same in every process and
+    run (sets are sorted, so that the hash seed does not order them)."""
     identity: dict[str, Any] = {
         "engine": engine_label,
         "image": request.image_sha256,
@@ -83,6 +83,8 @@ def request_key(engine_label: str, engine: Engine, request: InferenceRequest) ->
     }
     if request.anti_repetition is not None:
         identity["anti_repetition"] = request.anti_repetition.as_dict()
+    if request.repeat != 1:
+        identity["repeat"] = request.repeat
     if getattr(engine, "keyed_outputs", False):
         identity["key"] = request.replay_key()
     text = json.dumps(identity, sort_keys=True, default=_stable_json)

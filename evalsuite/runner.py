@@ -101,6 +101,9 @@ class Sample:
     error: str | None = None
     measures: frozenset[str] | None = None
     extra_requests: tuple[InferenceRequest, ...] = ()
+    combine: Callable[[Sequence[InferenceResult]], InferenceResult] | None = None
+    """How the results of ``request`` and ``extra_requests`` become the one result scored
+    (None: :func:`joined_result`, the pages of a document)."""
 
 
 @dataclass(frozen=True)
@@ -342,7 +345,7 @@ def run_benchmark(
     inferred = infer_all(engine, engine_label, ready, batch_size=batch_size, cache=cache)
     answers = iter(inferred.results)
     results = [
-        joined_result([next(answers) for _ in range(1 + len(s.extra_requests))])
+        (s.combine or joined_result)([next(answers) for _ in range(1 + len(s.extra_requests))])
         if s.error is None else InferenceResult(text="", error=s.error)
         for s in samples
     ]

@@ -38,7 +38,9 @@ def child_env(*, data: bool = False, recordings: bool = True, **values: str) -> 
 
 def pytest_command(*args: str | Path) -> list[str]:
     """``python -m pytest ARGS``, in file order (no random-order plugin)."""
-    return [sys.executable, "-m", "pytest", *map(str, args), "-p", "no:randomly"]
+    # no random order; no hypothesis plugin: a child runs benches, and the plugin costs ~1 s
+    return [sys.executable, "-m", "pytest", *map(str, args), "-p", "no:randomly",
+            "-p", "no:hypothesispytest"]
 
 
 def run_pytest(

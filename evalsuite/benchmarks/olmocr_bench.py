@@ -6,12 +6,20 @@ Metrics: ``pass_rate`` (share of tests passed), also gated per test file as
 ``pass_rate[<file>]`` (the official per-category scores; ``baseline`` holds each PDF's automatic
 baseline test), and ``overall``, the official score, reported: the unweighted mean of the
 per-file pass rates, computed as a weighted mean of the tests (weight ``1 / tests in its
-file``), so a page that fails (an engine error) still counts all its tests as failed."""
+file``), so a page that fails (an engine error) still counts all its tests as failed.
+
+With ``repeats`` N > 1 (olmOCR-bench's ``--repeats``) each page is converted N times, each
+conversion its own request (:attr:`~evalsuite.engines.base.InferenceRequest.repeat`), and a test
+passes when more than half of its repeats pass, as the official scorer decides (1 of 2 fails).
+The pages' markdown is written as ``_repeat<r>.md``; the sample's prediction and output health
+are its first repeat's."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -30,6 +38,8 @@ DATASET_REVISION = "54a96a6fb6a2bd3b297e59869491db4d3625b711"
 """allenai/olmOCR-bench's newest commit found (its eval.yaml update; the test files last
 changed in eaa8289, August 2025)."""
 OVERALL_WEIGHT = "overall_weight"
+REPEATS = "repeats"
+"""The settings key holding each repeat's text of a page converted several times."""
 
 METRICS = (
     MetricSpec("overall", weight=OVERALL_WEIGHT, bounds=(0.0, 1.0), gate=False),
@@ -77,10 +87,13 @@ def category(sample: SampleRecord) -> str:
     return sample.details["category"]
 
 
-def samples(bench: OlmocrBench, mode: str) -> list[Sample]:
-    """One sample per test; the tests of a page share its request (one model call per page)."""
+def samples(bench: OlmocrBench, mode: str, repeats: int = 1) -> list[Sample]:
+    """One sample per test; the tests of a page share its requests (one model call per page
+    and repeat)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
     sizes = Counter(item.category for item in bench.tests)
-    requests: dict[tuple[str, int], InferenceRequest] = {}
+    requests: dict[tuple[str, int], tuple[InferenceRequest, ...]] = {}
     result = []
     for item in sorted(bench.tests, key=lambda t: (t.test.pdf, t.test.page)):
         test = item.test
@@ -88,7 +101,11 @@ def samples(bench: OlmocrBench, mode: str) -> list[Sample]:
         if (test.pdf, test.page) not in requests:
             image = bench.page_image(test.pdf, test.page)
             key = {"benchmark": "olmocr_bench", "document": page_id}
-            requests[(test.pdf, test.page)] = InferenceRequest(image, MARKDOWN, mode, page_id, key)
+            requests[(test.pdf, test.page)] = tuple(
+                InferenceRequest(image, MARKDOWN, mode, page_id,
+                                 key if repeats == 1 else {**key, "repeat": repeat},
+                                 repeat=repeat)
+                for repeat in range(1, repeats + 1))
         details = {
             "category": Path(item.category).stem,
             "type": test.type,
@@ -96,24 +113,45 @@ def samples(bench: OlmocrBench, mode: str) -> list[Sample]:
             OVERALL_WEIGHT: 1.0 / sizes[item.category],
         }
         reference = json.dumps(dict(item.line), ensure_ascii=False)  # reports show the test
-        result.append(Sample(test.id, requests[(test.pdf, test.page)], reference, details))
+        first, *others = requests[(test.pdf, test.page)]
+        result.append(Sample(test.id, first, reference, details, extra_requests=tuple(others),
+                             combine=repeated if others else None))
     return result
 
 
+def repeated(parts: Sequence[InferenceResult]) -> InferenceResult:
+    """A page's repeats as one result: the first's text, settings and counts, every repeat's
+    text in ``settings["repeats"]``; failed with the first failing repeat's error."""
+    failed = next(((n, p) for n, p in enumerate(parts, 1) if p.error is not None), None)
+    first = parts[0]
+    return replace(
+        first,
+        error=None if failed is None else f"repeat {failed[0]}: {failed[1].error}",
+        settings={**first.settings, REPEATS: [part.text for part in parts]},
+    )
+
+
 def write_predictions(folder: Path, record: BenchmarkRecord) -> None:
-    """Each page's markdown as ``<pdf less .pdf>_pg<page>_repeat1.md`` (olmOCR-bench's candidate
-    naming), to re-score with ``evalsuite score olmocr-bench``; failed pages get no file."""
+    """Each page's markdown as ``<pdf less .pdf>_pg<page>_repeat<r>.md`` (olmOCR-bench's
+    candidate naming), to re-score with ``evalsuite score olmocr-bench``; failed pages get no
+    file."""
     for sample in record.samples:
         if sample.error is not None or sample.prediction is None:
             continue
         pdf, page = sample.details["page"].rsplit("#", 1)
-        target = folder / prediction_file_name(pdf, page)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(sample.prediction, encoding="utf-8")
+        texts = (sample.details.get("settings") or {}).get(REPEATS) or [sample.prediction]
+        for repeat, text in enumerate(texts, 1):
+            target = folder / prediction_file_name(pdf, page, repeat)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
 
 
 def score(sample: Sample, result: InferenceResult) -> Scored:
-    """The test's official verdict on the page's markdown, its explanation when it failed."""
-    verdict = parse_test(json.loads(sample.reference)).run(result.text)
-    scores = {"pass_rate": verdict.passed, "overall": float(verdict.passed)}  # weight: details
-    return Scored(scores, {"why": verdict.explanation} if not verdict.passed else {})
+    """The test's official verdict on the page's markdown, its explanation when it failed;
+    with repeats, passed when more than half of them pass, explained by the first failing."""
+    test = parse_test(json.loads(sample.reference))
+    verdicts = [test.run(text) for text in result.settings.get(REPEATS) or [result.text]]
+    passed = sum(verdict.passed for verdict in verdicts) / len(verdicts) > 0.5
+    scores = {"pass_rate": passed, "overall": float(passed)}  # weight: details
+    failing = next((verdict for verdict in verdicts if not verdict.passed), None)
+    return Scored(scores, {"why": failing.explanation} if not passed and failing else {})

@@ -71,6 +71,9 @@ class InferenceRequest:
     task: str | None = None
     """The task kind (:data:`evalsuite.models.TASKS`): a model profile other than DeepSeek's
     answers it with its own prompt instead of ``prompt``; None: ``prompt`` only."""
+    repeat: int = 1
+    """Which conversion of the same request this is (olmOCR-bench's ``--repeats``): each repeat
+    is a call of its own, never answered from another's result."""
 
     @cached_property
     def image_sha256(self) -> str | None:

@@ -14,7 +14,7 @@ import pytest
 
 from evalsuite.benchmarks import Benchmark, DataSource
 from evalsuite.benchmarks.scoring import TEXT
-from evalsuite.engines.base import Engine
+from evalsuite.engines.base import Engine, InferenceRequest
 from evalsuite.errors import (
     EngineUnavailableError,
     EvalsuiteError,
@@ -220,13 +220,17 @@ class Bench:
         """``sample`` with the data source in its request's key (two sources may number their
         samples alike, ``0/line000``, and a recording of one must not be served for the other)
         and the benchmark's anti-repetition setting and task kind (where the request names
-        none)."""
-        key = {**sample.request.key, "data": self.data_id}
-        request = replace(
-            sample.request, key=key, anti_repetition=self.benchmark.anti_repetition,
-            task=sample.request.task or self.benchmark.task,
-        )
-        return replace(sample, request=request)
+        none); the same for its extra requests (a document's further pages, repeats)."""
+
+        def keyed(request: InferenceRequest) -> InferenceRequest:
+            return replace(
+                request, key={**request.key, "data": self.data_id},
+                anti_repetition=self.benchmark.anti_repetition,
+                task=request.task or self.benchmark.task,
+            )
+
+        return replace(sample, request=keyed(sample.request),
+                       extra_requests=tuple(map(keyed, sample.extra_requests)))
 
     def _update(
         self, record: BenchmarkRecord, gated: Sequence[MetricSpec], names: Sequence[str]

@@ -65,7 +65,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="name an engine's results (goldens and history key on it), e.g. "
         "deepseek-ocr@ft-2026-11-20; repeat as ENGINE=LABEL for several engines",
     )
-    group.addoption("--model-path", default=None, help="local DeepSeek-OCR (v1) weights folder")
+    group.addoption(
+        "--model-path", default=None,
+        help="local DeepSeek-OCR (v1) weights folder; with --gpu --model NAME, that model's",
+    )
     group.addoption(
         "--model-path-v2", default=None, help="local DeepSeek-OCR-2 weights folder"
     )
@@ -223,6 +226,13 @@ def add_options(parser: pytest.Parser) -> None:
         "--questions-per-article", default=None, help="QuALITY: questions per article"
     )
     group.addoption(
+        "--repeats",
+        default=None,
+        metavar="N",
+        help="olmOCR-bench: convert each page N times, as its --repeats does; a test scores the "
+        "share of its repeats it passes (default 1)",
+    )
+    group.addoption(
         "--pages-dir",
         default=None,
         metavar="DIR",
@@ -316,6 +326,8 @@ class SuiteOptions:
     """--omnidocbench-version: the OmniDocBench evaluation versions to score by (None: the
     benchmark's default)."""
     questions_per_article: int | None = None
+    repeats: int = 1
+    """--repeats: olmOCR-bench's conversions per page."""
     pages_dir: Path | None = None
     pages_dpi: float = PAGES_DPI_DEFAULT
     pages_strict: bool = False
@@ -348,7 +360,11 @@ class SuiteOptions:
 
     def checkpoint_folder(self) -> Path | None:
         """The local weights folder given (``--model-path``, else ``--model-path-v2``), whose
-        tokenizer then counts the run's text tokens; None for none or a hub id."""
+        tokenizer then counts the run's text tokens; None for none or a hub id, and for a peer
+        (--model), whose runs count with DeepSeek-OCR's tokenizer so that every model's text is
+        binned alike."""
+        if self.model is not None:
+            return None
         for given in (self.model_path, self.model_path_v2):
             if given is not None and Path(given).expanduser().is_dir():
                 return Path(given).expanduser()
@@ -411,6 +427,7 @@ def parse_options(config: pytest.Config, gpu_engines: Sequence[str] = ()) -> Sui
         questions_per_article=_count(
             option("--questions-per-article"), "--questions-per-article"
         ),
+        repeats=_count(option("--repeats"), "--repeats") or 1,
         pages_dir=_pages_dir(option("--pages-dir")),
         pages_dpi=_dpi(option("--pages-dpi")),
         pages_strict=bool(option("--pages-strict")),
@@ -578,11 +595,12 @@ def _check_model(options: SuiteOptions) -> None:
             f"--model {profile.name} needs its API key: set {profile.api_key_env}, or name the "
             "variable that holds it with --api-key-env VAR"
         )
-    if not options.api_bases:
+    if not (options.api_bases or options.gpu or options.server_command):
         flags = " ".join(shlex.quote(flag) for flag in profile.vllm_flags)
         raise pytest.UsageError(
-            f"--model {profile.name} needs --api-base URL, a running server of it; this version "
-            f"does not start one. Its authors start it as: vllm serve {profile.hf_ids[0]} {flags}"
+            f"--model {profile.name} needs a server of it: --api-base URL (one running), or --gpu "
+            f"to start one as its authors do: vllm serve {profile.hf_ids[0]} {flags} "
+            "(weights: --model-path, else the Hugging Face cache)"
         )
 
 

@@ -36,6 +36,7 @@ from evalsuite.engines.deepseek_ocr import WEIGHTS as OCR_WEIGHTS
 from evalsuite.engines.weights import weight_files
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.images import LIMIT_ENV, max_image_pixels
+from evalsuite.models import ModelProfile
 from evalsuite.vllm_plugin import (
     ARCHITECTURES,
     PLUGIN_NAME,
@@ -232,6 +233,27 @@ def plan_server(
         weights,
         {**SERVER_ENVIRONMENT, **serving.environment},
     )
+
+
+def plan_peer_server(
+    profile: ModelProfile, model_path: str | None, timeout_s: float, *, vllm: str = "vllm"
+) -> ServerPlan:
+    """The plan for a peer model (``--gpu --model NAME``): a stock ``vllm serve`` of
+    ``model_path`` (else the profile's first checkpoint, from the Hugging Face cache) under
+    that checkpoint's name (unless the profile's flags name it), with the flags its authors
+    start it with (:attr:`~evalsuite.models.ModelProfile.vllm_flags`); a folder without
+    weight files adds :data:`RANDOM_WEIGHTS_FLAGS`. No evalsuite plugin is needed."""
+    model = model_path or profile.hf_ids[0]
+    flags = list(profile.vllm_flags)
+    if "--served-model-name" not in flags:
+        flags = ["--served-model-name", profile.hf_ids[0], *flags]
+    random_weights = Path(model).is_dir() and not weight_files(Path(model))
+    if random_weights:
+        flags.extend(RANDOM_WEIGHTS_FLAGS)
+    command = " ".join([shlex.quote(vllm), "serve", shlex.quote(model), "--host", "127.0.0.1",
+                        "--port", "{port}", *map(shlex.quote, flags)])
+    return ServerPlan(command, model, timeout_s, "random" if random_weights else "checkpoint",
+                      environment={})
 
 
 @dataclass
