@@ -10,6 +10,7 @@ def test_olmocr_bench(bench):
         olmocr_bench.samples(bench.data, bench.mode, bench.options.repeats),
         olmocr_bench.score,
         olmocr_bench.METRICS,
+        parameter=olmocr_bench.parameter(bench.mode, bench.options.repeats),
         group_by=olmocr_bench.category,
         required_groups=olmocr_bench.GATED_PER_FILE,
     )

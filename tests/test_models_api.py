@@ -27,6 +27,7 @@ from PIL import Image
 
 from evalsuite.engines import InferenceRequest, create_engine
 from evalsuite.engines.rate_limit import RateLimiter, retry_after_s
+from evalsuite.engines.served import billed_tokens
 from evalsuite.models import RateLimits, model_profile
 from evalsuite.models.api_models import GEMINI_2_5_FLASH, GPT_4O, GPT_5
 from evalsuite.models.convert import ConversionError
@@ -168,6 +169,7 @@ def page_request(width: int = 612, height: int = 792, sample: str = "p") -> Infe
 @pytest.fixture
 def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
 
 
 def rendered_size(runner: str, page: str) -> tuple[int, int]:
@@ -261,13 +263,22 @@ def test_a_page_with_no_text_is_an_empty_page(api_key: None) -> None:
 def test_the_key_comes_from_the_providers_variable_and_is_never_recorded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    """Gemini's key from GEMINI_API_KEY; an OpenAI key in the environment is never sent to
+    another provider; at the provider's own endpoint a missing key is refused before any
+    request; no record holds the key."""
+    from evalsuite.errors import EngineUnavailableError
+    from evalsuite.models.api_models import GEMINI_API
+
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with pytest.raises(EngineUnavailableError, match="set GEMINI_API_KEY"):
+        create_engine("openai", api_base=GEMINI_API, model_profile="Gemini-2.5-Flash")
     provider = provider_of(GEMINI_2_5_FLASH.name)
     with running(provider):
-        with pytest.raises(Exception, match="set GEMINI_API_KEY"):
+        with pytest.raises(EngineUnavailableError, match="HTTP 401"):  # not the OpenAI key
             create_engine("openai", api_base=provider.api_base, model_profile="Gemini-2.5-Flash")
         monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        monkeypatch.delenv("OPENAI_API_KEY")
         engine = create_engine("openai", api_base=provider.api_base,
                                model_profile="Gemini-2.5-Flash")
         result = engine.infer(page_request())
@@ -323,6 +334,60 @@ def test_tokens_and_cost_reach_the_run_details(api_key: None) -> None:
                      "cost_usd": pytest.approx((2 * prompt * 2.5 + 2 * completion * 10) / 1e6)}
 
 
+def test_a_wait_longer_than_the_timeout_fails_at_once(api_key: None) -> None:
+    provider = provider_of("GPT-4o", limit=0, retry_s=30)
+    with running(provider):
+        engine = create_engine("openai", api_base=provider.api_base, model_profile="GPT-4o",
+                               timeout_s=5, max_retries=5)
+        started = time.monotonic()
+        result = engine.infer(page_request())
+    assert time.monotonic() - started < 5 and len(provider.refused_at) == 1
+    assert "asks to wait 30 s (Retry-After), longer than timeout_s=5 s" in str(result.error)
+
+
+def test_until_a_first_answer_one_request_is_in_flight_and_a_hold_stops_all() -> None:
+    import asyncio
+
+    async def run() -> None:
+        limiter = RateLimiter(RateLimits(tokens_per_minute=10_000))
+        first = await limiter.acquire()
+        second = asyncio.create_task(limiter.acquire())
+        await asyncio.sleep(0.1)
+        assert not second.done()  # what a request costs is not known yet
+        limiter.settle(first, 100)
+        await asyncio.wait_for(second, 1.0)  # at once, not when the window ends
+        limiter.hold(0.3)
+        started = time.monotonic()
+        await limiter.acquire()
+        assert time.monotonic() - started >= 0.3 - 0.01
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("usage", "billed"),
+    [
+        ({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}, (10, 5)),
+        ({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 40}, (10, 30)),
+        ({"prompt_tokens": 10, "completion_tokens": 5}, (10, 5)),
+        ({"prompt_tokens": "10", "completion_tokens": True, "total_tokens": None}, (0, 0)),
+        ({}, (0, 0)),
+    ],
+)
+def test_thinking_reported_only_in_the_total_is_billed_as_completion(
+    usage: dict[str, Any], billed: tuple[int, int]
+) -> None:
+    assert billed_tokens(usage) == billed
+
+
+def test_a_run_refused_for_its_rate_limit_reports_the_refusals() -> None:
+    counts = {"http://a/v1": {"requests": 3, "completed": 0, "failed": 3, "rate_limited": 3,
+                              "prompt_tokens": 0, "completion_tokens": 0}}
+    details = merge_engine_details({"gpt-4o": {"endpoint_counts": counts}})["gpt-4o"]
+    assert details["token_usage"] == {"prompt_tokens": 0, "completion_tokens": 0,
+                                      "rate_limited": 3}
+
+
 def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     now = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
     in_90_s = format_datetime(now + timedelta(seconds=90), usegmt=True)
@@ -332,6 +397,8 @@ def test_retry_after_reads_seconds_milliseconds_and_dates() -> None:
     assert retry_after_s({"Retry-After": in_90_s}, now) == 90.0
     assert retry_after_s({"Retry-After": "-3"}, now) == 0.0
     assert retry_after_s({"Retry-After": "soon"}, now) is None
+    assert retry_after_s({"Retry-After": "nan"}, now) is None
+    assert retry_after_s({"retry-after-ms": "inf", "Retry-After": "2"}, now) == 2.0
     assert retry_after_s({}, now) is None
 
 

@@ -65,6 +65,7 @@ def test_repeats_convert_each_page_n_times_and_score_as_olmocr_bench(tmp_path: P
     results = next(reports.glob("*/results.json"))
     (record,) = read_results(results).records
     assert len(record.samples) == len(bench.tests)
+    assert record.parameter == "mode=native,repeats=2"  # a golden series of its own
     predictions = next((results.parent / "olmocr_bench_predictions").iterdir())
     assert len(list(predictions.rglob("*_repeat2.md"))) == len(pages)
     official = score_predictions(bench.tests, bench.pdfs, predictions)

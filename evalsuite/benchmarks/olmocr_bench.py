@@ -12,7 +12,9 @@ With ``repeats`` N > 1 (olmOCR-bench's ``--repeats``) each page is converted N t
 conversion its own request (:attr:`~evalsuite.engines.base.InferenceRequest.repeat`), and a test
 passes when more than half of its repeats pass, as the official scorer decides (1 of 2 fails).
 The pages' markdown is written as ``_repeat<r>.md``; the sample's prediction and output health
-are its first repeat's."""
+are its first repeat's; the record's parameter says ``repeats=N`` (its own golden series).
+Deliberate deviation: a repeat the engine failed fails the test's sample with its error (the
+official runner writes an empty file for it and scores that)."""
 
 from __future__ import annotations
 
@@ -117,6 +119,12 @@ def samples(bench: OlmocrBench, mode: str, repeats: int = 1) -> list[Sample]:
         result.append(Sample(test.id, first, reference, details, extra_requests=tuple(others),
                              combine=repeated if others else None))
     return result
+
+
+def parameter(mode: str, repeats: int) -> str:
+    """The record's parameter: ``mode=<mode>``, with ``,repeats=<N>`` for N > 1 (a majority of
+    N repeats is another measurement: another golden series)."""
+    return f"mode={mode}" + (f",repeats={repeats}" if repeats > 1 else "")
 
 
 def repeated(parts: Sequence[InferenceResult]) -> InferenceResult:

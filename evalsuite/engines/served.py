@@ -221,7 +221,9 @@ class Attempt:
     retry_after_s: float | None = None
     """How long the server asked the client to wait (``Retry-After``), if it did."""
     rate_limited: bool = False
+    """The server refused the request for its rate limit (HTTP 429)."""
     usage: Mapping[str, Any] | None = None
+    """The answer's ``usage`` (token counts), if it had one."""
 
 
 @dataclass(frozen=True)
@@ -368,11 +370,11 @@ class OpenAIChatEngine(EngineBase):
         self.mode = mode
         self.concurrency = concurrency
         self.preferred_batch_size = concurrency * len(api_bases)
+        self._post_slots = asyncio.Semaphore(self.preferred_batch_size)
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.backoff_s = float(backoff_s)
-        api_key = api_key or self._key_from(api_key_env) or self._profile_key() or \
-            os.environ.get("OPENAI_API_KEY")
+        api_key = api_key or self._key_from(api_key_env) or self._profile_key(api_bases)
         self.limiter = self._limiter(requests_per_minute, tokens_per_minute)
         self.token_prices = token_prices or (self.profile and self.profile.token_prices)
         self._headers = {"Authorization": f"Bearer {api_key or 'EMPTY'}"}
@@ -577,16 +579,19 @@ class OpenAIChatEngine(EngineBase):
             raise EngineUnavailableError(f"{profile.name}: {profile.unavailable}")
         return profile if profile.family is None else None
 
-    def _profile_key(self) -> str | None:
-        """An API model's key from its provider's variable; EngineUnavailableError when the
-        profile has a provider and neither that nor ``$OPENAI_API_KEY`` is set."""
-        if self.profile is None or self.profile.api_key_env is None:
-            return None
-        key = os.environ.get(self.profile.api_key_env, "").strip()
-        if not key and not os.environ.get("OPENAI_API_KEY", "").strip():
+    def _profile_key(self, api_bases: Sequence[str]) -> str | None:
+        """The key in the profile's variable (an API model's provider's, e.g. GEMINI_API_KEY;
+        ``$OPENAI_API_KEY`` for a self-served model); EngineUnavailableError when it is unset
+        and the requests go to the profile's provider, which wants it. Another provider's key
+        is never sent."""
+        variable = "OPENAI_API_KEY"
+        if self.profile is not None and self.profile.api_key_env is not None:
+            variable = self.profile.api_key_env
+        key = os.environ.get(variable, "").strip()
+        if not key and self.profile is not None and self.profile.api_base in api_bases:
             raise EngineUnavailableError(
-                f"{self.profile.name} needs its API key: set {self.profile.api_key_env} (or name "
-                "the variable that holds it with --api-key-env VAR)"
+                f"{self.profile.name} needs its API key at {self.profile.api_base}: set "
+                f"{variable} (or name the variable that holds it with --api-key-env VAR)"
             )
         return key or None
 
@@ -747,6 +752,7 @@ class OpenAIChatEngine(EngineBase):
 
         in_flight = self.concurrency * len(self._endpoints)
         semaphore = asyncio.Semaphore(in_flight)
+        self._post_slots = asyncio.Semaphore(in_flight)  # a pipeline's calls share them
         async with aiohttp.ClientSession(
             headers=self._headers,
             timeout=aiohttp.ClientTimeout(total=self.timeout_s),
@@ -819,28 +825,38 @@ class OpenAIChatEngine(EngineBase):
         for _ in range(attempts):
             endpoint = self._choose_endpoint(tried)
             if endpoint.api_base in tried:  # no other server to turn to: wait, then choose
-                await asyncio.sleep(retry_after if retry_after is not None else
-                                    self.backoff_s * 2 ** min(len(problems) - len(tried),
-                                                              MAX_BACKOFF_DOUBLINGS))
+                if retry_after is not None:  # until the first server asked to wait is free
+                    rested = min(e.resting_until for e in self._endpoints) - time.monotonic()
+                    await asyncio.sleep(max(rested, 0.0))
+                else:
+                    await asyncio.sleep(self.backoff_s * 2 ** min(
+                        len(problems) - len(tried), MAX_BACKOFF_DOUBLINGS))
                 endpoint = self._choose_endpoint(tried)
             tried.add(endpoint.api_base)
             url = f"{endpoint.api_base}/chat/completions"
-            start = await self.limiter.acquire() if self.limiter is not None else None
-            endpoint.in_flight += 1
-            endpoint.requests += 1
-            try:
-                attempt = await self._post(session, url, body, parse)
-            finally:
-                endpoint.in_flight -= 1
-            if start is not None:
-                assert self.limiter is not None
-                self.limiter.settle(start, (attempt.usage or {}).get("total_tokens"))
+            slot = await self.limiter.acquire() if self.limiter is not None else None
+            async with self._post_slots:  # waiting for a connection is not the POST's time
+                endpoint.in_flight += 1
+                endpoint.requests += 1
+                try:
+                    attempt = await self._post(session, url, body, parse)
+                finally:
+                    endpoint.in_flight -= 1
+            if self.limiter is not None and slot is not None:
+                self.limiter.settle(slot, (attempt.usage or {}).get("total_tokens"))
+                if attempt.rate_limited:
+                    self.limiter.hold(attempt.retry_after_s or self.backoff_s)
             retry_after = attempt.retry_after_s
             self._note(endpoint, attempt)
             if attempt.result is not None:
                 attempt.result.settings["api_base"] = endpoint.api_base
                 return attempt.result
             problems.append(f"{url}: {attempt.server_problem}")
+            if retry_after is not None and retry_after > self.timeout_s:
+                return InferenceResult(
+                    text="", error=f"POST {url}: {attempt.server_problem}; the server asks to "
+                    f"wait {retry_after:g} s (Retry-After), longer than timeout_s="
+                    f"{self.timeout_s:g} s: not retried", settings={"api_base": endpoint.api_base})
         return InferenceResult(
             text="", error=f"POST failed after {attempts} attempts: {'; '.join(problems)}",
             settings={"api_base": endpoint.api_base},
@@ -972,10 +988,9 @@ class OpenAIChatEngine(EngineBase):
         else:
             endpoint.failed += 1
         endpoint.rate_limited += attempt.rate_limited
-        for name in ("prompt_tokens", "completion_tokens"):
-            tokens = (attempt.usage or {}).get(name)
-            if isinstance(tokens, int) and tokens >= 0:
-                setattr(endpoint, name, getattr(endpoint, name) + tokens)
+        prompt, completion = billed_tokens(attempt.usage or {})
+        endpoint.prompt_tokens += prompt
+        endpoint.completion_tokens += completion
         now = time.monotonic()
         if attempt.retry_after_s is not None:  # the server said how long: that is the rest
             endpoint.resting_until = max(endpoint.resting_until, now + attempt.retry_after_s)
@@ -1093,6 +1108,20 @@ def _message(payload: Any) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:
     if not isinstance(text, str):
         raise ValueError(f"choices[0].message.content is {type(text).__name__}, not text")
     return text, choice, usage
+
+
+def billed_tokens(usage: Mapping[str, Any]) -> tuple[int, int]:
+    """(prompt, completion) tokens of an answer's ``usage`` as billed: where ``total_tokens``
+    exceeds the two (Gemini's OpenAI-compatible endpoint leaves its thinking out of
+    ``completion_tokens``), the rest counts as completion, which the providers bill it as.
+    Counts that are not whole numbers >= 0 count 0."""
+    def count(name: str) -> int:
+        value = usage.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+            else 0
+
+    prompt, completion = count("prompt_tokens"), count("completion_tokens")
+    return prompt, max(completion, count("total_tokens") - prompt)
 
 
 def _summed_usage(usages: Iterable[Mapping[str, Any]]) -> dict[str, int]:

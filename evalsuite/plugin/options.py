@@ -229,8 +229,8 @@ def add_options(parser: pytest.Parser) -> None:
         "--repeats",
         default=None,
         metavar="N",
-        help="olmOCR-bench: convert each page N times, as its --repeats does; a test scores the "
-        "share of its repeats it passes (default 1)",
+        help="olmOCR-bench: convert each page N times, as its --repeats does; a test passes when "
+        "more than half of its repeats pass (default 1; results form their own golden series)",
     )
     group.addoption(
         "--pages-dir",
@@ -579,23 +579,28 @@ def _check_model(options: SuiteOptions) -> None:
             )
     if options.model is None:
         return
-    unavailable = model_profile(options.model).unavailable
-    if unavailable is not None:
-        raise pytest.UsageError(f"--model {options.model}: {unavailable}")
+    profile = model_profile(options.model)
+    if profile.unavailable is not None:
+        raise pytest.UsageError(f"--model {options.model}: {profile.unavailable}")
     wrong = [name for name in options.engines or () if name not in SERVED_ENGINES]
     if wrong:
         raise pytest.UsageError(
             f"--model {options.model} runs on the served engines ({', '.join(SERVED_ENGINES)}), "
             f"not {', '.join(wrong)}"
         )
-    profile = model_profile(options.model)
-    if profile.api_key_env is not None and options.api_key_env is None and not any(
-            os.environ.get(name, "").strip() for name in (profile.api_key_env, "OPENAI_API_KEY")):
+    at_provider = profile.api_base is not None and profile.api_base in options.api_bases
+    if at_provider and options.api_key_env is None and \
+            not os.environ.get(profile.api_key_env or "", "").strip():
         raise pytest.UsageError(
-            f"--model {profile.name} needs its API key: set {profile.api_key_env}, or name the "
-            "variable that holds it with --api-key-env VAR"
+            f"--model {profile.name} needs its API key at {profile.api_base}: set "
+            f"{profile.api_key_env}, or name the variable that holds it with --api-key-env VAR"
         )
-    if not (options.api_bases or options.gpu or options.server_command):
+    if options.server_command is not None:
+        raise pytest.UsageError(
+            f"--model {profile.name} and --server-command exclude each other: --server-command "
+            "starts DeepSeek's server; use --gpu (the authors' vLLM command) or --api-base URL"
+        )
+    if not (options.api_bases or options.gpu):
         flags = " ".join(shlex.quote(flag) for flag in profile.vllm_flags)
         raise pytest.UsageError(
             f"--model {profile.name} needs a server of it: --api-base URL (one running), or --gpu "

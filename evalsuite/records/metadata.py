@@ -113,16 +113,16 @@ def merge_engine_details(
 def token_usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
     """An engine's tokens over the run, from its :data:`ENDPOINT_COUNTS`: prompt and completion
     tokens summed over its servers and, where its details carry ``token_prices`` (US dollars per
-    million tokens), ``cost_usd`` (:meth:`TokenPrices.cost_usd`). None for an
-    engine whose servers reported no tokens."""
+    million tokens), ``cost_usd`` (:meth:`TokenPrices.cost_usd`); ``rate_limited``: the HTTP 429
+    answers. None for an engine whose servers reported no tokens and refused nothing."""
     counts = details.get(ENDPOINT_COUNTS) or {}
     prompt = sum(int(c.get("prompt_tokens", 0)) for c in counts.values())
     completion = sum(int(c.get("completion_tokens", 0)) for c in counts.values())
-    if not (prompt or completion):
+    refused = sum(int(c.get("rate_limited", 0)) for c in counts.values())
+    if not (prompt or completion or refused):
         return None
     usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                             "rate_limited": sum(int(c.get("rate_limited", 0))
-                                                 for c in counts.values())}
+                             "rate_limited": refused}
     prices = details.get("token_prices")
     if isinstance(prices, Mapping):
         usage["cost_usd"] = TokenPrices(**prices).cost_usd(prompt, completion)
