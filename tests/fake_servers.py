@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from aiohttp import web
 
@@ -28,3 +28,18 @@ def serving(app: web.Application) -> Iterator[str]:
         thread.join()
         loop.run_until_complete(runner.cleanup())
         loop.close()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def chat_app(models: Handler, completions: Handler, version: Handler | None = None
+             ) -> web.Application:
+    """An OpenAI-compatible server's routes: ``GET /v1/models``, ``POST /v1/chat/completions``
+    (bodies up to 256 MiB: pages are sent inline) and, given, ``GET /version``."""
+    app = web.Application(client_max_size=256 * 1024**2)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/chat/completions", completions)
+    if version is not None:
+        app.router.add_get("/version", version)
+    return app

@@ -33,7 +33,7 @@ from evalsuite.models.api_models import GEMINI_2_5_FLASH, GPT_4O, GPT_5
 from evalsuite.models.convert import ConversionError
 from evalsuite.models.convert.olmocr import json_natural_text, json_page_response
 from evalsuite.records.metadata import merge_engine_details
-from tests.fake_servers import serving
+from tests.fake_servers import chat_app, serving
 from tests.faults_support import bench_env
 from tests.subprocess_runs import run_pytest
 
@@ -133,10 +133,7 @@ class Provider:
 
 @contextlib.contextmanager
 def running(provider: Provider) -> Iterator[Provider]:
-    app = web.Application(client_max_size=256 * 1024**2)
-    app.router.add_get("/v1/models", provider.models)
-    app.router.add_post("/v1/chat/completions", provider.completions)
-    with serving(app) as api_base:
+    with serving(chat_app(provider.models, provider.completions)) as api_base:
         provider.api_base = api_base
         yield provider
 

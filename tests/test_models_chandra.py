@@ -39,7 +39,7 @@ from evalsuite.models.convert.chandra import (
     page_markdown,
     repeats,
 )
-from tests.fake_servers import serving
+from tests.fake_servers import chat_app, serving
 from tests.test_models_served import decoded
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models" / "chandra"
@@ -208,10 +208,7 @@ def chandra_server(
             "usage": {"prompt_tokens": 10, "completion_tokens": len(reply),
                       "total_tokens": 10 + len(reply)}})
 
-    app = web.Application(client_max_size=256 * 1024**2)
-    app.router.add_get("/v1/models", models)
-    app.router.add_post("/v1/chat/completions", completions)
-    with serving(app) as api_base:
+    with serving(chat_app(models, completions)) as api_base:
         yield api_base
 
 

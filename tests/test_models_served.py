@@ -32,7 +32,7 @@ from evalsuite.models import available_models, model_profile
 from evalsuite.models.dots_ocr import DOTS_OCR
 from evalsuite.models.olmocr import OLMOCR_2
 from evalsuite.models.resize import QWEN_VL_UTILS, side_scaled
-from tests.fake_servers import serving
+from tests.fake_servers import chat_app, serving
 from tests.faults_support import bench_env
 from tests.subprocess_runs import run_pytest
 
@@ -87,10 +87,7 @@ class PeerServer:
 @contextlib.contextmanager
 def running(server: PeerServer) -> Iterator[PeerServer]:
     """``server`` on a free port of 127.0.0.1, its event loop in a thread."""
-    app = web.Application(client_max_size=256 * 1024**2)
-    app.router.add_get("/v1/models", server.models)
-    app.router.add_post("/v1/chat/completions", server.completions)
-    with serving(app) as api_base:
+    with serving(chat_app(server.models, server.completions)) as api_base:
         server.api_base = api_base
         yield server
 
