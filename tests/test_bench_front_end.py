@@ -180,6 +180,7 @@ def test_degraded_engine_fails_the_gates_readably(tmp_path):
         assert part in out, out[-3000:]
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_parallel_run_gives_the_serial_scores(tmp_path):
     results = {}
@@ -208,6 +209,7 @@ def test_parallel_run_gives_the_serial_scores(tmp_path):
     assert results["serial"] and results["serial"] == results["parallel"]
 
 
+@pytest.mark.e2e
 def test_every_benchmark_recorded_live_replays_to_the_same_scores(tmp_path):
     """--record under the tiny model, then --engine replay of that recording: every benchmark's
     every sample gets its own page's output back (the replay run, labelled as the live engine,
@@ -310,6 +312,7 @@ def run_hint(output: str, after: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_path):
     """The hint keeps -p, --data-dir, --golden-dir and --report-dir: pasted in the directory
@@ -337,6 +340,7 @@ def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_pa
     assert again.returncode == 0, again.stdout[-3000:]
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_served_engine_through_a_started_server_scores_like_the_engine_in_process(tmp_path):
     golden = tmp_path / "golden"
@@ -398,6 +402,7 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
     assert scores["local"] and scores["served"] == scores["local"]
 
 
+@pytest.mark.e2e
 def test_two_servers_split_a_run_and_score_like_one(tmp_path):
     """``--api-base`` twice: the requests of a ``-n 2`` run spread over both servers, the
     counts per server (summed over the workers) add up to the run's model calls, and the

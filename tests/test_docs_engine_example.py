@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.degraded_engine import drop_every_third_word
 from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
@@ -32,6 +34,7 @@ def run_documented(engine: str, golden: Path, reports: Path, *extra: str):
     )
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_the_documented_engine_sets_goldens_gates_and_catches_a_regression(tmp_path):
     golden, reports = tmp_path / "my-golden", tmp_path / "reports"

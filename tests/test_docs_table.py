@@ -45,4 +45,9 @@ def test_model_table_lists_every_profile_once_with_what_is_left_out():
     rows = docs.model_table(profiles).splitlines()[2:]
     names = [row.split("|")[1].strip().strip("`") for row in rows]
     assert names == [p.name for p in profiles] and len(set(names)) == len(names) >= 4
-    assert all(row.count("|") == 5 and "|  |" not in row for row in rows)
+    assert all(row.count("|") == 7 and "|  |" not in row for row in rows)
+    cells = {name: [c.strip() for c in row.split("|")[2:-1]] for name, row in zip(names, rows,
+                                                                               strict=True)}
+    assert cells["olmOCR-2"][0] == str(model_profile("olmOCR-2").version)
+    assert cells["olmOCR-2"][3] == "longest side 1288 px (PDFium)"
+    assert cells["Qwen2.5-VL"][3] == "the benchmark's"

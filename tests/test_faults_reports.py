@@ -121,6 +121,7 @@ def many_runs(folder: Path, count: int) -> Path:
     return history
 
 
+@pytest.mark.e2e
 def test_five_thousand_runs_in_bounded_time_and_page_size(tmp_path: Path) -> None:
     history = many_runs(tmp_path, MANY_RUNS)
     assert len(history.read_text(encoding="utf-8").splitlines()) == MANY_RUNS

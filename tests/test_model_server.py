@@ -88,6 +88,6 @@ def test_gpu_model_starts_the_server_and_runs_the_benches(tmp_path: Path) -> Non
     assert argv[-2:] == list(RANDOM_WEIGHTS_FLAGS)
     results = read_results(next(reports.glob("*/results.json")))
     (record,) = results.records
-    assert record.engine == "dots.ocr"
+    assert record.engine == "dots.ocr-v2"  # profile version 2
     assert all(s.error is None for s in record.samples)
     assert "evalsuite: model server ready at" in run.stdout

@@ -450,6 +450,7 @@ def test_the_limiter_never_exceeds_either_limit_and_waits_no_longer_than_needed(
     asyncio.run(run())
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["GPT-4o", "GPT-5", "Gemini-2.5-Flash"])
 def test_benches_run_and_gate_an_api_model_and_report_its_cost(name: str, tmp_path: Path) -> None:
@@ -461,7 +462,8 @@ def test_benches_run_and_gate_an_api_model_and_report_its_cost(name: str, tmp_pa
     reports, golden = tmp_path / "reports", tmp_path / "golden"
     provider = provider_of(name)
     env = {**bench_env(), model_profile(name).api_key_env or "": KEY}
-    label = name.lower()
+    version = model_profile(name).version
+    label = name.lower() + (f"-v{version}" if version != 1 else "")
     with running(provider):
         args = ("benches", "-m", "omnidocbench or olmocr_bench", "--model", name,
                 "--api-base", provider.api_base, "--golden-dir", golden, "--report-dir", reports,

@@ -26,6 +26,7 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
+from evalsuite.datasets.pages import render_pdf_page
 from evalsuite.engines import InferenceRequest, create_engine
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.models import available_models, model_profile
@@ -281,13 +282,14 @@ def test_olmocr_retries_over_http_with_its_ladder_and_sends_its_page_query() -> 
             official["messages"][0]["content"][1]["image"][k] for k in ("width", "height")]
     assert result.settings["calls"] == 2 and result.settings["attempts"] == 2
     assert result.settings["model_profile"]["name"] == "olmOCR-2"
-    assert engine.default_label == "olmocr-2"
+    assert engine.default_label == "olmocr-2-v2"  # version 2: -v2
 
 
 def test_the_label_follows_the_checkpoint_served_under_another_name() -> None:
     """The authors' own command serves dots.ocr as ``model``: vLLM's card says what it loaded
     (``root``), so results still key on the profile; a checkpoint of one's own keys on its id."""
-    for root, label in (("rednote-hilab/dots.ocr", "dots.ocr"), ("/ckpt/my-dots-ft", "model")):
+    for root, label in (("rednote-hilab/dots.ocr", "dots.ocr-v2"),
+                        ("/ckpt/my-dots-ft", "model-v2")):
         server = PeerServer(frozenset(DOTS_OCR.decoding), lambda b, p: ("", "stop"), ("model",))
 
         async def models(_: web.Request, root: str = root) -> web.Response:
@@ -331,10 +333,11 @@ def test_decoding_and_prompt_overrides_reach_every_call_and_change_the_label() -
     (body,) = server.bodies
     assert body["temperature"] == 0.0 and body["seed"] == 7 and body["top_p"] == 1.0
     assert body["messages"][0]["content"][1]["text"] == "<|img|><|imgpad|><|endofimg|>Read it."
-    assert plain.default_label == "dots.ocr"
-    assert custom.default_label.startswith("dots.ocr+") and custom.default_label != "dots.ocr"
+    assert plain.default_label == "dots.ocr-v2"
+    assert custom.default_label.startswith("dots.ocr-v2+")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SERVERS))
 def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> None:
@@ -356,7 +359,8 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
         assert first.returncode == 0, first.stdout[-3000:]
         again = run_pytest(*args, env=bench_env())
         assert again.returncode == 0, again.stdout[-3000:]
-    label = name.lower()
+    profile = model_profile(name)
+    label = name.lower() + (f"-v{profile.version}" if profile.version != 1 else "")
     results = sorted(reports.glob("*/results.json"))[-1]
     records = {r.benchmark: r for r in read_results(results).records}
     assert set(records) == {"omnidocbench", "olmocr_bench"}
@@ -366,6 +370,15 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
         settings = record.samples[0].details["settings"]
         assert settings["model_profile"]["name"] == name and settings["mode"] == "native"
     olmocr = records["olmocr_bench"]
+    for sample in olmocr.samples:  # each PDF page rendered as the model's runner renders it
+        pdf, page = sample.details["page"].rsplit("#", 1)
+        path = FIXTURES.parent / "olmocr_bench" / "fixture" / "pdfs" / pdf
+        own = profile.pdf_rendering
+        expected = render_pdf_page(path, int(page) - 1, own.dpi) if own else render_pdf_page(
+            path, int(page) - 1, longest_side=2048)
+        prepare = own.prepare if own else profile.prepare_image
+        expected = prepare(expected) if prepare is not None else expected
+        assert sample.details["settings"]["prepared_page"] == list(expected.size), sample.id
     predictions = results.parent / "olmocr_bench_predictions" / f"{label}-native-fixtures"
     bench = load_olmocr_bench(FIXTURES.parent / "olmocr_bench" / "fixture")
     scores = score_predictions(bench.tests, bench.pdfs, predictions)
@@ -379,18 +392,18 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
 
 
 PINNED_SETTINGS = {
-    ("Chandra", 1): "c6c0d918b9a3458b",
-    ("Chandra-2", 1): "c5dde7b4230a84f5",
+    ("Chandra", 2): "608cb8eef87c922e",
+    ("Chandra-2", 2): "14f9200f0aa32b9a",
     ("deepseek-ocr", 1): "f9ac6768ad539e39",
     ("deepseek-ocr-2", 1): "4973fbbaf6275ffa",
-    ("dots.ocr", 1): "34f0b967b6173983",
-    ("Gemini-2.5-Flash", 1): "7e162ac7e5d3f58d",
+    ("dots.ocr", 2): "a1e60d988a3fbafc",
+    ("Gemini-2.5-Flash", 2): "d2b4d2cf5cd24723",
     ("GOT-OCR2", 1): "4207c183f13ab730",
-    ("GPT-4o", 1): "96c7d367b32ab71e",
-    ("GPT-5", 1): "ec8189f585a1bb30",
-    ("MinerU2.5", 1): "b54bf4ab3e7411d3",
-    ("Nanonets-OCR2", 1): "ad363b4c57e14a22",
-    ("olmOCR-2", 1): "c66fe97781e71ce5",
+    ("GPT-4o", 2): "6447d4ab41f7c513",
+    ("GPT-5", 2): "0ca86802525dfcf0",
+    ("MinerU2.5", 2): "9a413b227d0fa311",
+    ("Nanonets-OCR2", 2): "f9cddf10f819804e",
+    ("olmOCR-2", 2): "393460904ecb5c8c",
     ("PaddleOCR-VL", 1): "f1fdbcb935dce757",
     ("Qwen2.5-VL", 1): "a2e08900392d9622",
     ("Qwen3-VL", 1): "77524f54e25c4dda",

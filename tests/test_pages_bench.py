@@ -119,6 +119,7 @@ def run_records(tmp_path: Path) -> list:
     return read_results(results).records
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_update_golden_then_gate_then_fail_a_degraded_engine(tmp_path: Path) -> None:
     done = pages_run(tmp_path, "--update-golden")
@@ -156,6 +157,7 @@ def test_update_golden_then_gate_then_fail_a_degraded_engine(tmp_path: Path) -> 
     assert "worst samples:" in degraded.stdout
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measured(
     tmp_path: Path,
@@ -179,6 +181,7 @@ def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measur
     assert "not measured" in row and "no golden" not in again.stdout
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_a_subset_run_is_never_gated_against_the_whole_sets_golden(tmp_path: Path) -> None:
     assert pages_run(tmp_path, "--update-golden").returncode == 0
@@ -213,6 +216,7 @@ def test_subset_data_names_the_part_of_the_set() -> None:
     assert subset_data("fox@abc", 2, 3) == "fox@abc[first 2 of 3]"
 
 
+@pytest.mark.e2e
 @needs_tesseract
 def test_a_pdf_with_one_ground_truth_is_one_document_and_strays_are_noted(tmp_path: Path) -> None:
     folder = copy_fixture(tmp_path)

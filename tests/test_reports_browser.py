@@ -253,6 +253,7 @@ def test_the_dashboard_layout_fits_1280_px(
     assert_layout_fits(browser, page)
 
 
+@pytest.mark.e2e
 def test_the_dashboard_of_real_bench_runs_fits_1280_px(browser, tmp_path: Path) -> None:
     """Two real runs of the benches (as `make bench` makes them, on fewer samples), then the
     dashboard `evalsuite report` would write for them."""

@@ -203,13 +203,21 @@ def test_axis_ticks_are_round_and_cover_the_range(
 # --- the redesign: like-with-like rankings, small multiples, ranges, long histories --------
 
 
-def _history(tmp_path: Path, runs: list[list[BenchmarkRecord]], *, hours: int = 24) -> Path:
-    """A history of runs ``hours`` apart holding ``runs``' records."""
+def _history(
+    tmp_path: Path,
+    runs: list[list[BenchmarkRecord]],
+    *,
+    hours: int = 24,
+    details: dict[str, dict] | None = None,
+) -> Path:
+    """A history of runs ``hours`` apart holding ``runs``' records (with ``details`` as each
+    run's engine details)."""
     built = []
     for index, records in enumerate(runs):
         created = datetime(2026, 1, 1, 6, tzinfo=UTC) + timedelta(hours=hours * index)
         metadata = RunMetadata(run_id=f"{created:%Y%m%dT%H%M%SZ}-{index:06x}",
-                               created_utc=created.strftime("%Y-%m-%dT%H:%M:%SZ"))
+                               created_utc=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                               engine_details=details or {})
         built.append(BuiltRun(metadata, records))
     return write_reports(tmp_path, built)
 
@@ -364,3 +372,113 @@ def test_page_metric_whiskers_stay_within_their_scales() -> None:
     ends = {chart.y_label: {(p.low, p.high) for s in chart.series for p in s.points}
             for chart in charts}
     assert ends == {"overall": {(90.5, 100.0)}, "text_block_Edit_dist": {(0.0, 0.08)}}
+
+
+# --- models and published figures in the rankings ----------------------------------------
+
+DOTS_PROFILE = {"name": "dots.ocr", "version": 1, "prompt_sha256": "5e1f" * 16,
+                "decoding": {"temperature": 0.1}, "image_preparation": "fit 11289600 pixels",
+                "converter": "dots-layout"}
+
+
+def _golden_entry(engine: str, data: str, value: float, **extra: object) -> dict:
+    return {"engine": engine, "data": data, "parameter": "mode=native",
+            "metric": "edit_precision", "value": value, "n": 0, "direction": "higher",
+            "tolerance": 0.02, "kind": "mean", "set_at": "2025-07-30T00:00:00Z",
+            "commit": "9c1e2d4", "source": "paper",
+            "note": "dots.ocr technical report, Table 3", **extra}
+
+
+def _rows(page: str, table_id: str) -> tuple[list[str], list[tuple[str, list[tuple[str, str]]]]]:
+    """The table's column headings and, per row, its class and its cells' (text, hover)."""
+    table = page.split(f'id="{table_id}"')[1].split("</table>")[0]
+    head = [re.sub(r"<[^>]+>", "", th) for th in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+    rows = [
+        (row_class, [(re.sub(r"<[^>]+>", "", text), title) for title, text in
+                     re.findall(r'<td[^>]*?(?: title="([^"]*)")?>(.*?)</td>', cells)])
+        for row_class, cells in re.findall(r'<tr(?: class="([^"]*)")?>(.*?)</tr>',
+                                           table.split("<tbody>")[1])
+    ]
+    return head, rows
+
+
+def test_published_figures_rank_beside_the_runs_with_the_model_and_its_source(
+    tmp_path: Path,
+) -> None:
+    """A measured dots.ocr run (its engine details name the profile, dots.ocr v1) and the
+    golden's "dots.ocr (published)" figure on the same data rank in one table by value, with
+    model and source cells; the published row takes its place but no medal, its n is not
+    published, its date is the publication's and its source's hover cites it. Published
+    figures on data no run used come after the rankings in a folded block of their own; a
+    measured golden entry, a per-group published one, or one of a metric no run measured adds
+    no row."""
+    data = "fox@3f2a"
+    records = [_record("dots.ocr", "mode=native", data=data, edit_precision=0.80),
+               _record("tesseract", "mode=native", data=data, edit_precision=0.62)]
+    details = {"dots.ocr": {"engine": "served", "model": "rednote-hilab/dots.ocr",
+                            "model_profile": DOTS_PROFILE},
+               "tesseract": {"engine": "tesseract", "version": "5.3.0"}}
+    history = _history(tmp_path, [records], details=details)
+    golden_dir = tmp_path / "golden"
+    golden_dir.mkdir()
+    entries = [
+        _golden_entry("dots.ocr (published)", data, 0.85),
+        _golden_entry("olmocr-2 (published)", data, 0.55, source="leaderboard"),
+        _golden_entry("got-ocr2 (published)", data, 0.7, metric="reading_order"),
+        _golden_entry("dots.ocr (published)", data, 0.9, metric="edit_precision[600-700]"),
+        _golden_entry("dots.ocr (published)", "fox@older", 0.83, n=120),
+        _golden_entry("tesseract", data, 0.62, n=10, source="measured", note=""),
+    ]
+    (golden_dir / "fox.json").write_text(
+        json.dumps({"benchmark": "fox", "format": 2, "entries": entries}), "utf-8")
+    golden = dashboard.load_golden_index(golden_dir, ["fox"])
+    entries_read = read_history(history)
+    page = dashboard.build_dashboard(entries_read, history_dir=history.parent,
+                                     golden=golden).html
+
+    table = "rank-fox-fox-3f2a"
+    assert _rank_cells(page, table) == [
+        ("", "1", "dots.ocr (published)"), ("silver", "2", "dots.ocr"),
+        ("bronze", "3", "tesseract"), ("", "4", "olmocr-2 (published)"),
+    ]
+    head, rows = _rows(page, table)
+    assert head == ["#", "engine", "model", "source", "settings", "edit_precision", "n",
+                    "run / published"]
+    (published_class, published), (_, measured), (_, local), (_, unmeasured) = rows
+    assert published_class == "published"
+    assert [text for text, _ in published[1:]] == [
+        "dots.ocr (published)", "dots.ocr", "published", "mode=native", "0.85", "—",
+        "2025-07-30"]
+    citation = published[3][1]
+    assert "paper, 2025-07-30" in citation and "commit 9c1e2d4" in citation
+    assert "dots.ocr technical report, Table 3" in citation
+    assert published[6][1] == "no sample count published"
+    assert [text for text, _ in measured[1:]] == [
+        "dots.ocr", "dots.ocr v1", "measured", "mode=native", "0.8", "10", "2026-01-01 06:00"]
+    assert "rednote-hilab/dots.ocr" in measured[2][1] and "prompt sha256 5e1f5e1f" in measured[2][1]
+    assert [text for text, _ in local[1:4]] == ["tesseract", "tesseract", "measured"]
+    # a model no run measured is named as the model registry spells it
+    assert [text for text, _ in unmeasured[1:4]] == ["olmocr-2 (published)", "olmOCR-2",
+                                                      "published"]
+    assert unmeasured[3][1].startswith("leaderboard, 2025-07-30")
+    assert "published figures rank without a medal" in page
+
+    # data no run used: its published figure is not ranked among the runs but after them
+    assert 'id="rank-fox-fox-older"' not in page
+    folded = page.split('<details class="published">')[1].split("</details>")[0]
+    assert "Published figures on data no run here used (1 row: fox@older)" in folded
+    head, rows = _rows(folded, "published-fox-fox-older")
+    assert head == ["#", "engine", "model", "source", "settings", "edit_precision", "n",
+                    "published"]
+    assert [[text for text, _ in cells[1:]] for _, cells in rows] == [
+        ["dots.ocr (published)", "dots.ocr", "published", "mode=native", "0.83", "120",
+         "2025-07-30"]]
+
+    # without published figures: no source column; no model column where it repeats the engine
+    plain = dashboard.build_dashboard(entries_read, history_dir=history.parent, golden={}).html
+    assert _rows(plain, table)[0] == ["#", "engine", "model", "settings", "edit_precision", "n",
+                                      "latest run"]
+    assert "<details" not in plain
+    local_only = _page(_history(tmp_path / "local", [records[1:]], details=details))
+    assert _rows(local_only, table)[0] == ["#", "engine", "settings", "edit_precision", "n",
+                                           "latest run"]

@@ -243,3 +243,32 @@ def test_the_default_prints_one_line_per_series_with_last_value_deltas_and_spark
     assert len(tiny[-3]) == len(values) == 6
     assert tiny[-3][-1] == "▁" and values[-1] == min(values)  # the newest, the lowest
     assert tiny[6] == f"{values[-1] - values[-2]:+.4g}"
+
+
+def test_the_header_names_the_peer_profile_behind_each_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Engines run through a peer's model profile are named with its name and version from the
+    runs' engine details; a label that ran two versions (--engine-label) says it changed; an
+    engine without a profile is not listed."""
+    history = tmp_path / "history.jsonl"
+    for day, version in ((1, 1), (2, 1), (3, 2)):
+        details = {
+            "dots": {"engine": "served", "model": "rednote-hilab/dots.ocr",
+                     "model_profile": {"name": "dots.ocr", "version": version}},
+            "olmocr-2": {"engine": "served", "model_profile": {"name": "olmOCR-2", "version": 1}},
+            "tesseract": {"engine": "tesseract"},
+        }
+        meta = RunMetadata(run_id=f"run{day}", created_utc=f"2025-11-0{day}T00:00:00Z",
+                           engines=sorted(details), engine_details=details)
+        summary = MetricSummary(0.8, 10, 0.75, 0.85, "mean", "higher")
+        append_history(history, meta, [BenchmarkRecord("fox", engine, "mode=native",
+                                                        {"ep": summary})
+                                        for engine in sorted(details)])
+    assert run_trend("--history", str(history), "--golden-dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == ("model profiles: dots = dots.ocr v1 → dots.ocr v2 (changed within its "
+                      "series); olmocr-2 = olmOCR-2 v1")
+    assert run_trend("--history", str(history), "--golden-dir", str(tmp_path), "--benchmark",
+                     "fox", "--metric", "ep") == 0
+    assert "model profiles: dots = " in capsys.readouterr().out

@@ -103,6 +103,7 @@ def test_a_released_claim_can_be_claimed_again(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(DATA is None or not (DATA / "render_docs").is_dir(),
                     reason="needs EVALSUITE_DATA with render_docs (make test sets it)")
+@pytest.mark.e2e
 def test_two_workers_make_the_serial_runs_model_calls_and_scores(tmp_path: Path) -> None:
     # the same study pages are read by a Fox test and a render-configuration test
     tests = ["benches/test_fox.py::test_fox_pages[tesseract-native-study]",
@@ -125,6 +126,7 @@ def test_two_workers_make_the_serial_runs_model_calls_and_scores(tmp_path: Path)
     assert outputs["0"][0] == ["model calls: 4 (native 4)"]
 
 
+@pytest.mark.e2e
 def test_a_run_that_wrote_no_record_leaves_no_cache_behind(tmp_path: Path) -> None:
     (tmp_path / "broken_engine.py").write_text(
         "from evalsuite.engines import EngineBase\n"

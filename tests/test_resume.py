@@ -136,6 +136,7 @@ def engine_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "resume_engine:make"
 
 
+@pytest.mark.e2e
 def test_a_killed_night_resumed_records_what_an_uninterrupted_one_does(
     tmp_path: Path, engine_module: str
 ) -> None:
@@ -205,6 +206,7 @@ def test_a_killed_night_resumed_records_what_an_uninterrupted_one_does(
         assert message in refused.stderr, refused.stderr[-2000:]
 
 
+@pytest.mark.e2e
 def test_a_resume_with_other_options_is_refused(tmp_path: Path) -> None:
     """A dead run's folder (its cache made as a run with ``--batch-size 1`` makes it): a resume
     with another batch size or engine label would mix two setups, and is a usage error."""

@@ -21,6 +21,7 @@ SLEEP_S = 1.5
 the end of the run lies after the page, even to the second."""
 
 
+@pytest.mark.e2e
 def test_a_parallel_run_records_its_start_and_a_duration_that_covers_it(tmp_path: Path) -> None:
     marker = tmp_path / "reading-a-page"
     before = time.time()

@@ -39,6 +39,7 @@ def test_shard_positions_split_every_sample_once_keeping_shared_requests_togethe
     assert shared == [[0, 1, 3, 4], [2, 5]]  # a, c | b, d: both 'a' samples in one shard
 
 
+@pytest.mark.e2e
 def test_two_shards_merge_into_what_one_run_writes_and_gate_alike(tmp_path: Path) -> None:
     golden, reports = tmp_path / "golden", tmp_path / "reports"
     common = ("--engine", FIXED_TEXT, "--golden-dir", golden, "--report-dir", reports)
@@ -67,6 +68,7 @@ def test_two_shards_merge_into_what_one_run_writes_and_gate_alike(tmp_path: Path
                          if gate["status"] != "not measured")
 
 
+@pytest.mark.e2e
 def test_bad_sets_of_shards_are_refused(tmp_path: Path) -> None:
     golden, reports = tmp_path / "golden", tmp_path / "reports"
     common = ("--engine", FIXED_TEXT, "--golden-dir", golden, "--report-dir", reports)

@@ -125,6 +125,7 @@ def test_tesseract_scores_the_page(page):
     assert 0.0 <= metrics["word_f1"] <= 1.0
 
 
+@pytest.mark.e2e
 def test_tiny_model_then_replay_of_its_recording(page, tmp_path):
     image, truth = page
     recording = tmp_path / "tiny.jsonl"

@@ -13,6 +13,8 @@ conversion its own request (:attr:`~evalsuite.engines.base.InferenceRequest.repe
 passes when more than half of its repeats pass, as the official scorer decides (1 of 2 fails).
 The pages' markdown is written as ``_repeat<r>.md``; the sample's prediction and output health
 are its first repeat's; the record's parameter says ``repeats=N`` (its own golden series).
+A model whose runner renders PDF pages its own way (a profile's ``pdf_rendering``) gets each
+page rendered so, from the request's ``pdf_page``; every other engine the 2,048 px rendering.
 Deliberate deviation: a repeat the engine failed fails the test's sample with its error (the
 official runner writes an empty file for it and scores that)."""
 
@@ -28,7 +30,7 @@ from types import MappingProxyType
 from evalsuite.benchmarks import FIXTURES_DIR, Benchmark, DataSource, register
 from evalsuite.datasets.fetch import HubFiles
 from evalsuite.datasets.olmocr_bench import OlmocrBench, load_olmocr_bench
-from evalsuite.engines.base import InferenceRequest, InferenceResult
+from evalsuite.engines.base import InferenceRequest, InferenceResult, PdfPage
 from evalsuite.metrics.olmocr_bench import prediction_file_name
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION, parse_test
 from evalsuite.prompts import MARKDOWN
@@ -102,11 +104,12 @@ def samples(bench: OlmocrBench, mode: str, repeats: int = 1) -> list[Sample]:
         page_id = f"{test.pdf}#{test.page}"
         if (test.pdf, test.page) not in requests:
             image = bench.page_image(test.pdf, test.page)
+            source = PdfPage(bench.root / "pdfs" / test.pdf, test.page - 1)
             key = {"benchmark": "olmocr_bench", "document": page_id}
             requests[(test.pdf, test.page)] = tuple(
                 InferenceRequest(image, MARKDOWN, mode, page_id,
                                  key if repeats == 1 else {**key, "repeat": repeat},
-                                 repeat=repeat)
+                                 repeat=repeat, pdf_page=source)
                 for repeat in range(1, repeats + 1))
         details = {
             "category": Path(item.category).stem,

@@ -18,6 +18,7 @@ image or PDF, a PDF whose ground truth has another number of pages, a folder wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,10 +103,15 @@ def unmatched_ground_truth(folder: Path) -> list[str]:
 
 
 def render_pdf_page(
-    path: Path, index: int, dpi: float | None = None, *, longest_side: int | None = None
+    path: Path,
+    index: int,
+    dpi: float | Callable[[float, float], float] | None = None,
+    *,
+    longest_side: int | None = None,
 ) -> Image.Image:
     """Page ``index`` (0-based) of the PDF at ``path`` (RGB), rendered at ``dpi`` dots per inch
-    or, with ``longest_side``, at the resolution that makes its longer side that many pixels."""
+    (or at ``dpi(width, height)`` for the page's size in points) or, with ``longest_side``, at
+    the resolution that makes its longer side that many pixels."""
     if (dpi is None) == (longest_side is None):
         raise ValueError("render_pdf_page: give dpi or longest_side, not both or neither")
     document = _open_pdf(path)
@@ -114,7 +120,9 @@ def render_pdf_page(
         points = page.get_size()
         if longest_side is not None:
             dpi = longest_side * POINTS_PER_INCH / max(points)
-        assert dpi is not None
+        elif callable(dpi):
+            dpi = dpi(*points)
+        assert isinstance(dpi, (int, float))
         width, height = (round(side * dpi / POINTS_PER_INCH) for side in points)
         if width * height > max_image_pixels():
             raise DatasetFormatError(

@@ -47,11 +47,14 @@ def benchmark_table(benchmarks: Sequence[Benchmark]) -> str:
 
 
 def model_table(profiles: Sequence[ModelProfile]) -> str:
-    """A Markdown table: ``--model`` name(s), settings' source, what runs here, left out."""
-    lines = ["| `--model` | settings from | runs here | left out |", "| --- | --- | --- | --- |"]
+    """A Markdown table: ``--model`` name, profile version, settings' source, what runs here,
+    how a PDF page is rendered (olmOCR-bench), left out."""
+    lines = ["| `--model` | version | settings from | runs here | PDF pages | left out |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for profile in profiles:
-        lines.append(f"| `{profile.name}` | {profile.settings_from} | {profile.runs_here} "
-                     f"| {profile.left_out} |")
+        pdf = profile.pdf_rendering.rule if profile.pdf_rendering else "the benchmark's"
+        lines.append(f"| `{profile.name}` | {profile.version} | {profile.settings_from} "
+                     f"| {profile.runs_here} | {pdf} | {profile.left_out} |")
     return "\n".join(lines)
 
 

@@ -51,6 +51,14 @@ RECIPE_NGRAM = AntiRepetition(30, 90, "vLLM's DeepSeek-OCR recipe (vllm-project/
 
 
 @dataclass(frozen=True)
+class PdfPage:
+    """Page ``index`` (0-based) of the PDF file at ``path``."""
+
+    path: Path
+    index: int
+
+
+@dataclass(frozen=True)
 class InferenceRequest:
     """One unit of work for an engine.
 
@@ -74,6 +82,10 @@ class InferenceRequest:
     repeat: int = 1
     """Which conversion of the same request this is (olmOCR-bench's ``--repeats``): each repeat
     is a call of its own, never answered from another's result."""
+    pdf_page: PdfPage | None = None
+    """The PDF page ``image`` was rendered from (at the benchmark's resolution): a model whose
+    runner rasterises PDF pages itself (a profile's ``pdf_rendering``) is sent the page rendered
+    from here its way. Not part of :meth:`replay_key`: the benchmark's rendering identifies it."""
 
     @cached_property
     def image_sha256(self) -> str | None:

@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from PIL import Image
 
+from evalsuite.datasets.pages import render_pdf_page
 from evalsuite.engines.base import (
     OCR_MODE,
     EngineBase,
@@ -908,7 +909,7 @@ class OpenAIChatEngine(EngineBase):
             task_message = self.task_prompt(request)
             if request.image is None:
                 raise ValueError(f"{profile.name} needs a page image; sample has none")
-            original, page = await asyncio.to_thread(self._prepared_page, request.image)
+            original, page = await asyncio.to_thread(self._prepared_page, request)
         except (UnsupportedTaskError, OSError, ValueError, TypeError) as exc:
             return InferenceResult(
                 text="", error=f"cannot send sample {request.sample_id!r}: {exc}")
@@ -960,12 +961,19 @@ class OpenAIChatEngine(EngineBase):
             settings=settings,
         )
 
-    def _prepared_page(self, image: ImageInput) -> tuple[Image.Image, Image.Image]:
+    def _prepared_page(self, request: InferenceRequest) -> tuple[Image.Image, Image.Image]:
         """The page upright in RGB (as every engine loads it), and as the profile's image rule
-        prepares it."""
-        assert self.profile is not None
-        page = load_page_image(image)
-        prepare = self.profile.prepare_image
+        prepares it; a PDF page (``request.pdf_page``) rendered as the profile's runner renders
+        one, where it has a rule of its own, and then prepared by that rule's step."""
+        assert self.profile is not None and request.image is not None
+        rendering = self.profile.pdf_rendering
+        if request.pdf_page is not None and rendering is not None:
+            source = request.pdf_page
+            page = render_pdf_page(source.path, source.index, rendering.dpi)
+            prepare = rendering.prepare
+        else:
+            page = load_page_image(request.image)
+            prepare = self.profile.prepare_image
         return page, prepare(page) if prepare is not None else page
 
     def _parse_profiled(self, payload: Any) -> InferenceResult:

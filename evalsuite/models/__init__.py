@@ -129,6 +129,18 @@ class TokenPrices:
                 + completion_tokens * self.output_usd_per_million) / 1e6
 
 
+@dataclass(frozen=True)
+class PdfRendering:
+    """How a model's own runner rasterises a PDF page: at ``dpi(width_pt, height_pt)`` dots per
+    inch for a page of that size in points (1/72 inch), then ``prepare`` (None: the rendering is
+    sent as it is; a runner that also resizes what it rendered gives that step here), ``rule``
+    in words for the settings and docs."""
+
+    rule: str
+    dpi: Callable[[float, float], float]
+    prepare: Callable[[Image.Image], Image.Image] | None = None
+
+
 class Complete(Protocol):
     """Sends one call: an image (the prepared page, or a part of it), the decoding fields of
     this call and, for a pipeline whose calls ask different things (a layout, then each block),
@@ -170,8 +182,15 @@ class ModelProfile:
     """How the authors start vLLM for it, after ``vllm serve MODEL``."""
     image_rule: str = "the page as given"
     prepare_image: Callable[[Image.Image], Image.Image] | None = None
+    """What the runner does to a page image (a file: OmniDocBench's pages)."""
+    pdf_rendering: PdfRendering | None = None
+    """How the runner rasterises a PDF page (olmOCR-bench's pages); None: the benchmark's own
+    rendering, then ``prepare_image`` as for an image."""
     converter: str = "none"
     pipeline: Pipeline | None = None
+    pipeline_settings: Mapping[str, Any] = field(default_factory=dict)
+    """What a pipeline's further calls send (MinerU's per-block prompts and decoding), as JSON
+    values: part of :meth:`settings`, so a change of them is a change of the profile."""
     family: str | None = None
     settings_from: str = ""
     """In a few words, whose code the settings come from (README's table)."""
@@ -201,13 +220,14 @@ class ModelProfile:
 
     def settings(self, kind: str | None = None) -> dict[str, Any]:
         """What identifies this profile in a result's settings: name, version, the prompt's
-        SHA-256 (of ``kind``'s message, or of every task's), decoding, image rule, converter."""
+        SHA-256 (of ``kind``'s message, or of every task's), decoding, image and PDF-page rules,
+        converter, a pipeline's further calls."""
         prompts = {kind: self.tasks[kind]} if kind in self.tasks else dict(self.tasks)
         encoded = json.dumps(
             {task: [p.system, p.prefix, p.text, p.image_first] for task, p in prompts.items()},
             sort_keys=True,
         ).encode()
-        return {
+        settings = {
             "name": self.name,
             "version": self.version,
             "prompt_sha256": hashlib.sha256(encoded).hexdigest(),
@@ -215,6 +235,11 @@ class ModelProfile:
             "image_preparation": self.image_rule,
             "converter": self.converter,
         }
+        if self.pdf_rendering is not None:
+            settings["pdf_rendering"] = self.pdf_rendering.rule
+        if self.pipeline_settings:
+            settings["pipeline"] = json.loads(json.dumps(self.pipeline_settings, sort_keys=True))
+        return settings
 
 
 _REGISTRY: dict[str, ModelProfile] = {}

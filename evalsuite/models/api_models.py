@@ -6,7 +6,8 @@ and ``run_gemini.py``, with the prompt ``full_no_document_anchoring``
 (``olmocr/bench/prompts.py:build_openai_silver_data_prompt_no_document_anchoring``), the one both
 runners implement without the PDF's text layer (olmOCR-bench's "No Anchor" rows), and the answer
 in the JSON schema ``page_response`` (``olmocr/prompts/prompts.py``). The page is sent at a
-longest side of 2,048 px (``render_pdf_to_base64png(..., 2048)``).
+longest side of 2,048 px (``render_pdf_to_base64png(..., 2048)``; here a PDF page is rendered at
+that size by PDFium, an image resized to it).
 
 - GPT-4o (``gpt-4o-2024-08-06``, the runner's default): the text before the page in one user
   message, ``temperature`` 0.1, ``max_completion_tokens`` 20,000, ``response_format`` the strict
@@ -41,6 +42,7 @@ from evalsuite.models import (
     Answer,
     Complete,
     ModelProfile,
+    PdfRendering,
     Pipeline,
     RateLimits,
     TaskPrompt,
@@ -53,7 +55,7 @@ from evalsuite.models.convert.olmocr import (
     json_natural_text,
     json_page_response,
 )
-from evalsuite.models.resize import resized, side_scaled
+from evalsuite.models.resize import resized, side_dpi, side_scaled
 
 OLMOCR = "olmocr 0.4.27 (PyPI; tag v0.4.27 1e139a5)"
 CHATGPT_RUNNER = f"{OLMOCR} olmocr/bench/runners/run_chatgpt.py:run_chatgpt"
@@ -138,6 +140,9 @@ def prepare_page(page: Image.Image) -> Image.Image:
     return resized(page, side_scaled(*page.size, LONGEST_SIDE))
 
 
+PDF_RENDERING = PdfRendering(f"longest side {LONGEST_SIDE} px (PDFium)", side_dpi(LONGEST_SIDE))
+
+
 def json_page(read: Callable[[str], str | None]) -> Pipeline:
     """One call; the answer must have finished with ``stop``; ``read`` turns its JSON into the
     page (a null page is an empty one: the model saw no text)."""
@@ -183,6 +188,7 @@ def _openai_profile(name: str, version: int, model_ids: tuple[str, ...],
         max_tokens_field="max_completion_tokens",
         image_rule=f"longest side {LONGEST_SIDE} px, bicubic",
         prepare_image=prepare_page,
+        pdf_rendering=PDF_RENDERING,
         converter="olmOCR-bench JSON page_response -> natural_text (strict)",
         pipeline=json_page(_strict_text),
         settings_from="olmocr 0.4.27 bench runner `run_chatgpt`, No Anchor prompt",
@@ -198,17 +204,17 @@ def _openai_profile(name: str, version: int, model_ids: tuple[str, ...],
 
 
 GPT_4O = register_model(_openai_profile(
-    "GPT-4o", 1, ("gpt-4o-2024-08-06",), {"temperature": 0.1},
+    "GPT-4o", 2, ("gpt-4o-2024-08-06",), {"temperature": 0.1},
     RateLimits(requests_per_minute=500, tokens_per_minute=30_000),
     TokenPrices(2.50, 10.00, "OpenAI list price of gpt-4o-2024-08-06, 2025"), ""))
 GPT_5 = register_model(_openai_profile(
-    "GPT-5", 1, ("gpt-5-2025-08-07", "gpt-5"), {},
+    "GPT-5", 2, ("gpt-5-2025-08-07", "gpt-5"), {},
     RateLimits(requests_per_minute=500, tokens_per_minute=500_000),
     TokenPrices(1.25, 10.00, "OpenAI list price of gpt-5, 2025"),
     "; no temperature (GPT-5 takes only its default)"))
 GEMINI_2_5_FLASH = register_model(ModelProfile(
     name="Gemini-2.5-Flash",
-    version=1,
+    version=2,
     hf_ids=("gemini-2.5-flash", "models/gemini-2.5-flash"),
     sources={
         "prompts": f"{OLMOCR} olmocr/bench/prompts.py:"
@@ -224,6 +230,7 @@ GEMINI_2_5_FLASH = register_model(ModelProfile(
               "response_format": GEMINI_RESPONSE_FORMAT},
     image_rule=f"longest side {LONGEST_SIDE} px, bicubic",
     prepare_image=prepare_page,
+    pdf_rendering=PDF_RENDERING,
     converter="olmOCR-bench JSON -> natural_text (unchecked, as run_gemini)",
     pipeline=json_page(json_natural_text),
     settings_from="olmocr 0.4.27 bench runner `run_gemini`, No Anchor prompt",

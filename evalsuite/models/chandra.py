@@ -13,7 +13,9 @@ sends it (:func:`fitted_size_1`, :func:`fitted_size_2`). An answer that ends in 
 (``MAX_VLLM_RETRIES``) with top_p 0.95 and temperature 0.3 (Chandra 1) or min(T₀ + 0.2·k, 0.8) for
 retry k (Chandra 2); the last answer is kept even if it still repeats. The answer becomes the
 page as ``parse_markdown`` makes it with the CLI's defaults: headers and footers left out, images
-kept as ``![alt](<md5>_<n>_img.webp)`` (:mod:`evalsuite.models.convert.chandra`).
+kept as ``![alt](<md5>_<n>_img.webp)`` (:mod:`evalsuite.models.convert.chandra`). A PDF page is
+rendered as ``load_pdf_images`` renders it, by PDFium as there (:func:`pdf_dpi`), and then only
+``scale_to_fit`` applies.
 
 Deliberate deviations: where the last call fails, Chandra returns an empty page (``raw`` ""); here
 the sample fails with the calls' errors (CallError), and where ``parse_markdown`` catches a failed
@@ -37,6 +39,7 @@ from evalsuite.models import (
     CallError,
     Complete,
     ModelProfile,
+    PdfRendering,
     TaskPrompt,
     register_model,
 )
@@ -53,6 +56,8 @@ CHANDRA_OCR_2 = "chandra-ocr 0.2.0 (PyPI)"
 SERVED_NAME = "chandra"
 """``settings.VLLM_MODEL_NAME``: the name Datalab's launcher serves either model under."""
 MIN_IMAGE_DIM = 1536
+MIN_PDF_IMAGE_DIM = 1024
+IMAGE_DPI = 192
 MAX_PIXELS = 3072 * 2048
 MIN_PIXELS_1 = 28 * 28
 MIN_PIXELS_2 = 1792 * 28
@@ -209,6 +214,12 @@ def fitted_size_2(width: int, height: int) -> tuple[int, int]:
     return across * GRID, down * GRID
 
 
+def pdf_dpi(width_pt: float, height_pt: float) -> float:
+    """``load_pdf_images``' resolution for a page of that size (points): enough for a short side
+    of :data:`MIN_PDF_IMAGE_DIM` px, at least :data:`IMAGE_DPI` dpi."""
+    return max(MIN_PDF_IMAGE_DIM / min(width_pt, height_pt) * 72, IMAGE_DPI)
+
+
 def _lanczos(page: Image.Image, size: tuple[int, int]) -> Image.Image:
     return page if page.size == size else page.resize(size, Image.Resampling.LANCZOS)
 
@@ -225,8 +236,17 @@ class ChandraRelease:
     def prepare_page(self, page: Image.Image) -> Image.Image:
         """The page in RGB as ``load_image`` loads an image, then as ``scale_to_fit`` sends it
         (Lanczos both times)."""
-        page = _lanczos(page.convert("RGB"), loaded_size(*page.size))
-        return _lanczos(page, self.fitted_size(*page.size))
+        return self.fitted_page(_lanczos(page.convert("RGB"), loaded_size(*page.size)))
+
+    def fitted_page(self, page: Image.Image) -> Image.Image:
+        """The page as ``scale_to_fit`` sends it (Lanczos): what follows a PDF page's
+        rendering."""
+        return _lanczos(page.convert("RGB"), self.fitted_size(*page.size))
+
+    @property
+    def pdf_rendering(self) -> PdfRendering:
+        return PdfRendering(f"max({MIN_PDF_IMAGE_DIM} px short side, {IMAGE_DPI} dpi) "
+                            "(PDFium), then scale_to_fit", pdf_dpi, self.fitted_page)
 
     async def page(
         self, profile: ModelProfile, task: str, original: Image.Image, page: Image.Image,
@@ -280,7 +300,8 @@ def _sources(package: str, launcher: str) -> dict[str, str]:
         "retries": f"{package} chandra/model/vllm.py:generate_vllm.process_item, "
         "model/util.py:detect_repeat_token, settings.py:MAX_VLLM_RETRIES",
         "image": f"{package} chandra/input.py:load_image (MIN_IMAGE_DIM 1536), "
-        "model/util.py:scale_to_fit",
+        "model/util.py:scale_to_fit, input.py:load_pdf_images (MIN_PDF_IMAGE_DIM 1024, "
+        "IMAGE_DPI 192)",
         "converter": f"{package} chandra/output.py:parse_markdown, parse_html (CLI defaults: "
         "no headers/footers, images included)",
         "vllm": f"{package} chandra/scripts/vllm.py:main ({launcher})",
@@ -289,15 +310,15 @@ def _sources(package: str, launcher: str) -> dict[str, str]:
 
 
 _LEFT_OUT = (
-    "PDF pages come at the benchmark's resolution, not rendered by pypdfium2 at Chandra's dpi "
-    "(max(1024 px short side, 192 dpi)); a failed last call or conversion fails the sample "
+    "PDF form fields are not flattened before rendering (`load_pdf_images` flattens them); "
+    "a failed last call or conversion fails the sample "
     "instead of an empty page; no layout blocks or image crops"
 )
 
 CHANDRA = register_model(
     ModelProfile(
         name="Chandra",
-        version=1,
+        version=2,
         hf_ids=("datalab-to/chandra", SERVED_NAME),
         sources=_sources(CHANDRA_OCR_1, "docker vllm/vllm-openai:latest, "
                          "VLLM_ATTENTION_BACKEND=TORCH_SDPA"),
@@ -308,6 +329,7 @@ CHANDRA = register_model(
                     "--gpu-memory-utilization", ".9", "--served-model-name", SERVED_NAME),
         image_rule="short side >= 1536 px, then 784 to 6291456 px (floor/ceil), Lanczos",
         prepare_image=RELEASE_1.prepare_page,
+        pdf_rendering=RELEASE_1.pdf_rendering,
         converter="chandra-ocr 0.1.8 parse_markdown (layout divs -> markdownify 1.1.0, no "
         "headers/footers); retries on repeats of the markdown at temperature 0.3",
         pipeline=RELEASE_1.page,
@@ -322,7 +344,7 @@ CHANDRA = register_model(
 CHANDRA_2 = register_model(
     ModelProfile(
         name="Chandra-2",
-        version=1,
+        version=2,
         hf_ids=("datalab-to/chandra-ocr-2", SERVED_NAME),
         sources=_sources(CHANDRA_OCR_2, "docker vllm/vllm-openai:v0.17.0, --gpu h100 defaults, "
                          "no --mtp"),
@@ -336,6 +358,7 @@ CHANDRA_2 = register_model(
         image_rule="short side >= 1536 px, then sides multiples of 28 within 50176 to 6291456 "
         "px, Lanczos",
         prepare_image=RELEASE_2.prepare_page,
+        pdf_rendering=RELEASE_2.pdf_rendering,
         converter="chandra-ocr 0.2.0 parse_markdown (layout divs -> markdownify 1.1.0, no "
         "headers/footers, no blank pages); retries on repeats at rising temperature",
         pipeline=RELEASE_2.page,

@@ -7,7 +7,10 @@ top_p 1.0, ``max_completion_tokens`` 16,384 (the parser's defaults). A page imag
 ``get_image_by_fitz_doc`` does with the PIL image the parser holds: wrapped into a one-page PDF
 at 96 dpi and rendered at 200 dpi, i.e. scaled by 200/96, or by 72/96 where a side would exceed
 4,500 px; the size is MuPDF's (each side ⌈s·z⌉). Deliberate deviation: Pillow's bicubic filter
-resamples, not MuPDF's, so the pixels differ slightly while the size is exact. The answer (layout
+resamples, not MuPDF's, so the pixels differ slightly while the size is exact. A PDF page is
+rendered as ``load_images_from_pdf`` renders it (``fitz_doc_to_image``: 200 dpi, or 72 dpi where
+a side would exceed 4,500 px), by PDFium rather than MuPDF (same size, slightly other pixels),
+and sent as it is (the parser's ``fitz_preprocess`` is for images only). The answer (layout
 JSON) becomes markdown without page headers and footers, the ``_nohf.md`` the authors score
 (:mod:`evalsuite.models.convert.dots_ocr`).
 """
@@ -24,11 +27,12 @@ from evalsuite.models import (
     Answer,
     Complete,
     ModelProfile,
+    PdfRendering,
     TaskPrompt,
     register_model,
 )
 from evalsuite.models.convert.dots_ocr import page_markdown
-from evalsuite.models.resize import resized
+from evalsuite.models.resize import POINTS_PER_INCH, resized
 
 COMMIT = "rednote-hilab/dots.ocr@36d7248878f181c6257dc1cbd799ae940970444f"
 IMAGE_PREFIX = "<|img|><|imgpad|><|endofimg|>"
@@ -69,6 +73,15 @@ def rendered_size(width: int, height: int) -> tuple[int, int]:
     return size
 
 
+def fitz_dpi(width_pt: float, height_pt: float) -> float:
+    """The resolution ``fitz_doc_to_image`` renders a PDF page of that size (points) at: 200
+    dpi, or 72 where a side of the 200-dpi rendering (⌈s·200/72⌉, as MuPDF rounds) would exceed
+    4,500 px."""
+    zoom = RENDER_DPI / POINTS_PER_INCH
+    largest = max(math.ceil(side * zoom - 1e-3) for side in (width_pt, height_pt))
+    return RENDER_DPI if largest <= MAX_RENDERED_SIDE else FALLBACK_DPI
+
+
 def prepare_page(page: Image.Image) -> Image.Image:
     """The page as dots.ocr's parser sends it: RGB at :func:`rendered_size`."""
     return resized(page, rendered_size(*page.size))
@@ -91,14 +104,14 @@ async def parse_page(
 DOTS_OCR = register_model(
     ModelProfile(
         name="dots.ocr",
-        version=1,
+        version=2,
         hf_ids=("rednote-hilab/dots.ocr",),
         sources={
             "prompts": f"{COMMIT} dots_ocr/utils/prompts.py:dict_promptmode_to_prompt",
             "message": f"{COMMIT} dots_ocr/model/inference.py:inference_with_vllm",
             "decoding": f"{COMMIT} dots_ocr/parser.py:DotsOCRParser.__init__ (defaults)",
             "image": f"{COMMIT} dots_ocr/utils/image_utils.py:get_image_by_fitz_doc, "
-            "doc_utils.py:fitz_doc_to_image",
+            "doc_utils.py:fitz_doc_to_image, load_images_from_pdf (PDF pages, dpi 200)",
             "converter": f"{COMMIT} dots_ocr/utils/layout_utils.py:post_process_output, "
             "format_transformer.py:layoutjson2md (no_page_hf=True), output_cleaner.py",
             "vllm": f"{COMMIT} README.md (vllm serve ... --chat-template-content-format string "
@@ -113,12 +126,13 @@ DOTS_OCR = register_model(
         vllm_flags=("--trust-remote-code", "--chat-template-content-format", "string"),
         image_rule="x200/96 (x72/96 above 4500 px), bicubic",
         prepare_image=prepare_page,
+        pdf_rendering=PdfRendering("200 dpi, 72 dpi above 4500 px (PDFium)", fitz_dpi),
         converter="dots.ocr layoutjson2md no_page_hf (salvage on broken JSON)",
         pipeline=parse_page,
         settings_from=f"{COMMIT[:-32]} parser, inference, prompts, layout JSON → markdown",
         runs_here="page → markdown (`prompt_layout_all_en`, no headers/footers) and plain text "
         "(`prompt_ocr`); request, page size and markdown equal its parser's on generated cases",
         left_out="the re-rendered page's pixels (same size, Pillow's bicubic filter, not "
-        "MuPDF's); PDF pages come at the benchmark's resolution, not 200 dpi",
+        "MuPDF's); PDF pages rendered by PDFium, not MuPDF (same size)",
     )
 )

@@ -1,5 +1,7 @@
 """MinerU2.5 (opendatalab/MinerU2.5-2509-1.2B), as mineru-vl-utils' ``MinerUClient`` runs a page
 over HTTP (``two_step_extract``, http-client backend) and OmniDocBench's MinerU2.5 script writes it.
+A PDF page is rendered as the MinerU application renders one (mineru 2.5.4
+``pdf_reader.page_to_image``, PDFium as there: 200 dpi, lowered to a longest side of 3,500 px).
 
 Version: mineru-vl-utils 0.1.22 (PyPI, 2026-01-22), the last 0.1.x release. The 2509 model is of
 that line's era: OmniDocBench's script for it (tools/model_infer/MinerU2.5_img2md.py, added in
@@ -58,6 +60,7 @@ from evalsuite.models import (
     Complete,
     Completion,
     ModelProfile,
+    PdfRendering,
     TaskPrompt,
     register_model,
 )
@@ -71,6 +74,9 @@ OMNIDOCBENCH_SCRIPT = (
 SYSTEM_PROMPT = "You are a helpful assistant."
 LAYOUT_PROMPT = "\nLayout Detection:"
 LAYOUT_SIZE = (1036, 1036)
+RENDER_DPI = 200
+MAX_RENDERED_SIDE = 3500
+MINERU = "mineru 2.5.4 (PyPI)"
 MIN_EDGE = 28
 MAX_EDGE_RATIO = 50
 NO_REPEAT_NGRAM_SIZE = 100
@@ -113,6 +119,17 @@ BLOCK_CALLS = {
 """Per block type; any other type is sent as :data:`TEXT_CALL` (the client's ``[default]``)."""
 
 
+def _call_settings(call: BlockCall) -> dict[str, Any]:
+    prompt = call.prompt
+    return {"system": prompt.system, "prompt": prompt.user_text, "decoding": dict(call.decoding)}
+
+
+BLOCK_SETTINGS = {"blocks": {**{kind: _call_settings(call) for kind, call in BLOCK_CALLS.items()},
+                             "[default]": _call_settings(TEXT_CALL)},
+                  "not_extracted": sorted(NOT_EXTRACTED)}
+"""The block calls as the profile's ``pipeline_settings`` (recorded, and pinned by its version)."""
+
+
 class UnparsableLayoutError(ConversionError):
     """A layout answer in which no line is a block the client's parser reads."""
 
@@ -127,6 +144,15 @@ def rgb(image: Image.Image) -> Image.Image:
 def layout_image(page: Image.Image) -> Image.Image:
     """``prepare_for_layout``: the page in RGB at exactly 1036 x 1036, bicubic."""
     return rgb(page).resize(LAYOUT_SIZE, Image.Resampling.BICUBIC)
+
+
+def pdf_dpi(width_pt: float, height_pt: float) -> float:
+    """MinerU's resolution for a PDF page of that size (points): :data:`RENDER_DPI`, lowered so
+    that the longest side is at most :data:`MAX_RENDERED_SIDE` px."""
+    longest = max(width_pt, height_pt)
+    if longest * RENDER_DPI / 72 > MAX_RENDERED_SIDE:
+        return MAX_RENDERED_SIDE * 72 / longest
+    return RENDER_DPI
 
 
 def resized_by_need(image: Image.Image) -> Image.Image:
@@ -221,6 +247,8 @@ def _sources() -> dict[str, str]:
         f"{http}:HttpVlmClient.build_request_body",
         "answer": f"{http}:HttpVlmClient.get_response_content (<|im_end|> cut, finish reasons; "
         "MinerUClient passes allow_truncated_content=True)",
+        "pdf pages": f"{MINERU} mineru/utils/pdf_reader.py:page_to_image (dpi 200, "
+        "max_width_or_height 3500)",
         "layout image": f"{client}:MinerUClientHelper.prepare_for_layout "
         "(layout_image_size (1036, 1036))",
         "block images": f"{client}:MinerUClientHelper.prepare_for_extract, resize_by_need "
@@ -239,7 +267,7 @@ def _sources() -> dict[str, str]:
 MINERU_2_5 = register_model(
     ModelProfile(
         name="MinerU2.5",
-        version=1,
+        version=2,
         hf_ids=("opendatalab/MinerU2.5-2509-1.2B",),
         sources=_sources(),
         tasks={PAGE_MARKDOWN: TaskPrompt(LAYOUT_PROMPT, system=SYSTEM_PROMPT)},
@@ -249,17 +277,20 @@ MINERU_2_5 = register_model(
         image_rule="layout: 1036 x 1036, bicubic, aspect not kept; blocks: cut from the page, "
         "padded to a side ratio <= 50, short side >= 28 px (bicubic)",
         prepare_image=layout_image,
+        pdf_rendering=PdfRendering(
+            f"{RENDER_DPI} dpi, longest side at most {MAX_RENDERED_SIDE} px (PDFium); then the "
+            "layout image", pdf_dpi, layout_image),
         converter="mineru-vl-utils 0.1.22 two-step: layout, a call per block (table, formula, "
         "text prompts), post_process without equation-block merging, blocks joined by blank "
         "lines (OmniDocBench's script)",
         pipeline=two_step_page,
+        pipeline_settings=BLOCK_SETTINGS,
         settings_from="mineru-vl-utils 0.1.22 `MinerUClient.two_step_extract` (http client); "
         "OmniDocBench's MinerU2.5 script",
         runs_here="page → markdown by layout then per-block calls; layout parsing, block images, "
         "request bodies and post-processing equal mineru-vl-utils 0.1.22's on generated cases",
-        left_out="PDF pages come at the benchmark's resolution (MinerU renders at its own dpi); "
-        "image analysis (none in 0.1.22: images are not sent and leave no text); the client's "
-        "transport retries (the engine's own); an unparsable layout fails the sample instead "
-        "of an empty page; the in-process engine's length cap (context length)",
+        left_out="image analysis (none in 0.1.22: images are not sent and leave no text); the "
+        "client's transport retries (the engine's own); an unparsable layout fails the sample "
+        "instead of an empty page; the in-process engine's length cap (context length)",
     )
 )

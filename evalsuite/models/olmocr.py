@@ -14,7 +14,9 @@ Deliberate deviations: where every attempt fails, olmocr falls back to the PDF's
 (``pdftotext``) and its olmOCR-bench runner writes an empty page; here the sample fails with
 the reason, so that it is counted as a failure rather than scored as a blank page. A page given
 as an image is resized to the 1,288 px side with Pillow's bicubic filter (poppler renders PDF
-pages directly at that size).
+pages directly at that size). A PDF page is rendered by PDFium at olmocr's resolution
+(1,288 · 72 / longest side in points dpi), not by poppler: the size is poppler's, the pixels
+differ slightly.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from evalsuite.models import (
     Complete,
     Completion,
     ModelProfile,
+    PdfRendering,
     TaskPrompt,
     register_model,
 )
 from evalsuite.models.convert import ConversionError
 from evalsuite.models.convert.olmocr import PageResponse, page_response
-from evalsuite.models.resize import resized, side_scaled
+from evalsuite.models.resize import resized, side_dpi, side_scaled
 
 OLMOCR = "olmocr 0.4.27 (PyPI; tag v0.4.27 1e139a5)"
 LONGEST_SIDE = 1288
@@ -166,7 +169,7 @@ async def olmocr_page(
 OLMOCR_2 = register_model(
     ModelProfile(
         name="olmOCR-2",
-        version=1,
+        version=2,
         hf_ids=("allenai/olmOCR-2-7B-1025", "allenai/olmOCR-2-7B-1025-FP8"),
         sources={
             "prompts": f"{OLMOCR} olmocr/prompts/prompts.py:build_no_anchoring_v4_yaml_prompt",
@@ -185,12 +188,14 @@ OLMOCR_2 = register_model(
         vllm_flags=("--limit-mm-per-prompt", '{"video": 0}', "--max-model-len", "16384"),
         image_rule=f"longest side {LONGEST_SIDE} px, bicubic",
         prepare_image=prepare_page,
+        pdf_rendering=PdfRendering(f"longest side {LONGEST_SIDE} px (PDFium)",
+                                   side_dpi(LONGEST_SIDE)),
         converter="olmOCR front matter -> natural_text; temperature ladder, rotation retries",
         pipeline=olmocr_page,
         settings_from="olmocr 0.4.27 `build_page_query`, `process_page`, front matter parser",
         runs_here="page → markdown with the v4 YAML prompt, its temperature ladder and rotation "
         "retries (equal to `process_page` on 51 scripted scenarios)",
         left_out="the `pdftotext` fallback (the sample fails instead of scoring a blank page); "
-        "images are resized to 1288 px, PDF pages are not rendered by poppler",
+        "images are resized to 1288 px; PDF pages are rendered by PDFium, not poppler",
     )
 )

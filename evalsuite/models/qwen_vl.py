@@ -61,6 +61,8 @@ MARKDOWN_PROMPT = (
 )
 """``Qwen3-VL-235B_img2md.py``'s prompt."""
 _INDENT = " " * 8
+PDF_PAGES = ("; PDF pages come at the benchmark's own rendering (the script reads page "
+             "images only)")
 
 
 def raw_string_prompt(prompt: str) -> str:
@@ -111,7 +113,8 @@ QWEN25_VL = register_model(
         settings_from=_SETTINGS_FROM.format("Qwen2VL_img2md.py"),
         runs_here="page → markdown with OmniDocBench's prompt; prompt and message order equal "
         "its script's",
-        left_out="sampling is greedy as `temperature` 0 (the script sets `do_sample=False`)",
+        left_out="sampling is greedy as `temperature` 0 (the script sets `do_sample=False`)"
+        + PDF_PAGES,
     )
 )
 QWEN3_VL = register_model(
@@ -136,6 +139,6 @@ QWEN3_VL = register_model(
         runs_here="page → markdown with OmniDocBench's prompt, the server's own decoding "
         "defaults; prompt and message order equal its script's",
         left_out="streaming (its script drops the text of the chunk that ends the answer); the "
-        "page goes as PNG, not the file's bytes",
+        "page goes as PNG, not the file's bytes" + PDF_PAGES,
     )
 )

@@ -16,6 +16,7 @@ side to at least ``f``, whether the grown size is checked against ``max`` again,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PIL import Image
@@ -23,6 +24,7 @@ from PIL import Image
 from evalsuite.errors import EvalsuiteError
 
 MAX_ASPECT_RATIO = 200
+POINTS_PER_INCH = 72
 
 
 class ImageSizeError(EvalsuiteError, ValueError):
@@ -100,6 +102,20 @@ def side_scaled(width: int, height: int, target: int, side: str = "longest") -> 
         target if width_is_reference else math.ceil(width * scale - 1e-9),
         target if not width_is_reference else math.ceil(height * scale - 1e-9),
     )
+
+
+def side_dpi(target: int, side: str = "longest") -> Callable[[float, float], float]:
+    """The resolution olmocr gives poppler (``pdftoppm -r``) to render a page so that its
+    ``longest`` (or ``shortest``) side is ``target`` px: ``target · 72 / s`` dpi for that side s
+    in points (``render_pdf_to_base64png``, ``render_pdf_to_base64png_min_short_size``)."""
+    if side not in ("longest", "shortest"):
+        raise ValueError(f"side must be 'longest' or 'shortest', got {side!r}")
+    pick = max if side == "longest" else min
+
+    def dpi(width_pt: float, height_pt: float) -> float:
+        return target * POINTS_PER_INCH / pick(width_pt, height_pt)
+
+    return dpi
 
 
 def resized(page: Image.Image, size: tuple[int, int]) -> Image.Image:

@@ -18,7 +18,10 @@ than ``--tolerance``. Weighted means are compared per sample, unweighted; per-gr
 Output: a terminal table (or ``--json``), the samples that got worse most with a word-level
 diff of their two outputs, and with ``--html`` a page in the dashboard's style with a paired
 plot (candidate vs baseline per sample) per changed metric. ``--fail-on-regression`` exits 1
-when any metric regressed.
+when any metric regressed. The header names each engine's peer model profile and version (from
+the runs' engine details) and warns when the comparison is not like with like: the two sides of
+a pair ran different versions of one model's profile, or a benchmark ran on different data in
+the two runs (those records are not paired).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from evalsuite.reports.html import (
     ranked_table,
     render_page,
 )
+from evalsuite.reports.series import profile_of, profile_text
 from evalsuite.reports.svg import render_svg
 from evalsuite.reports.wordalign import UNMATCHED, align_words
 from evalsuite.stats_paired import (
@@ -170,6 +174,8 @@ class AbReport:
     sources: tuple[str, str] = ("", "")
     series: dict[int, list[tuple[str, float, float]]] = field(default_factory=dict)
     """Per comparison index: (sample id, baseline score, candidate score), for the plots."""
+    warnings: list[str] = field(default_factory=list)
+    """What makes the comparison less than like with like (:func:`comparison_warnings`)."""
 
     @property
     def regressions(self) -> list[MetricComparison]:
@@ -327,6 +333,7 @@ def compare_runs(
     if mean_test not in MEAN_TESTS:
         raise ValueError(f"mean_test must be one of {MEAN_TESTS}, got {mean_test!r}")
     pairs = pair_records(baseline.records, candidate.records)
+    warnings = comparison_warnings(baseline, candidate, pairs)
     measured: list[tuple[RecordPair, str, PairedTest, list[tuple[str, float, float]], int]] = []
     for pair in pairs:
         samples = _samples_by_id(pair.baseline), _samples_by_id(pair.candidate)
@@ -351,10 +358,10 @@ def compare_runs(
             f"the runs share no sample to compare: {len(pairs)} benchmark x data x parameter "
             f"pair(s) (of {len(baseline.records)} baseline and {len(candidate.records)} "
             "candidate records) with common sample ids and metrics; compare runs of the same "
-            "benchmarks on the same data"
+            "benchmarks on the same data" + "".join(f"; {warning}" for warning in warnings)
         )
     adjusted = holm_adjust([test.p_value for _, _, test, _, _ in measured])
-    report = AbReport(baseline, candidate, [], [], pairs, alpha, tolerance)
+    report = AbReport(baseline, candidate, [], [], pairs, alpha, tolerance, warnings=warnings)
     for index, ((pair, metric, test, values, unpaired), p_holm) in enumerate(
         zip(measured, adjusted, strict=True)
     ):
@@ -373,6 +380,62 @@ def compare_runs(
         report.series[index] = values
     report.worst = _worst_samples(report, worst)
     return report
+
+
+def comparison_warnings(
+    baseline: RunResults, candidate: RunResults, pairs: Sequence[RecordPair]
+) -> list[str]:
+    """What makes the two runs less than like with like: a record pair whose two sides ran
+    different versions of one peer model's profile (or the same version with another prompt or
+    decoding: a profile edited without a new version), and records of a benchmark x parameter
+    that ran on different data in the two runs (they are not paired, so not compared)."""
+    warnings = []
+    seen = set()
+    for pair in pairs:
+        base = profile_of(baseline.metadata.engine_details.get(pair.baseline.engine))
+        cand = profile_of(candidate.metadata.engine_details.get(pair.candidate.engine))
+        engines = (pair.baseline.engine, pair.candidate.engine)
+        if base is None or cand is None or engines in seen:
+            continue
+        if str(base["name"]).lower() != str(cand["name"]).lower():
+            continue  # two models compared: what ab is for
+        seen.add(engines)
+        if base.get("version") != cand.get("version"):
+            warnings.append(
+                f"{pair.engines}: baseline ran {profile_text(base)}, candidate "
+                f"{profile_text(cand)}: two profile versions of one model, a difference may "
+                "come from the profile's prompt, decoding or image preparation"
+            )
+        elif any(base.get(key) != cand.get(key) for key in _PROFILE_FIELDS):
+            differ = " and ".join(word for key, word in _PROFILE_FIELDS.items()
+                                  if base.get(key) != cand.get(key))
+            warnings.append(
+                f"{pair.engines}: both ran {profile_text(base)} but not the same {differ}: the "
+                "profile changed without a new version"
+            )
+    paired = {id(record) for pair in pairs for record in (pair.baseline, pair.candidate)}
+    left: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    for side, run in enumerate((baseline, candidate)):
+        for record in run.records:
+            if id(record) not in paired:
+                left.setdefault((record.benchmark, record.parameter), (set(), set()))[side].add(
+                    record.data)
+    by_benchmark: dict[str, tuple[set[str], set[str], int]] = {}
+    for (benchmark, _), (base_data, cand_data) in sorted(left.items()):
+        if base_data and cand_data and base_data != cand_data:
+            were = by_benchmark.get(benchmark, (set(), set(), 0))
+            by_benchmark[benchmark] = (were[0] | base_data, were[1] | cand_data, were[2] + 1)
+    for benchmark, (base_data, cand_data, count) in by_benchmark.items():
+        warnings.append(
+            f"{benchmark}: baseline ran on {', '.join(sorted(base_data))}, candidate on "
+            f"{', '.join(sorted(cand_data))}: different data, {count} setting(s) not compared"
+        )
+    return warnings
+
+
+_PROFILE_FIELDS = {"prompt_sha256": "prompt", "decoding": "decoding",
+                   "image_preparation": "image preparation", "converter": "converter"}
+"""What else than its version tells a profile's runs apart, by its key in the settings."""
 
 
 def _comparable_metrics(pair: RecordPair) -> list[str]:
@@ -455,7 +518,11 @@ def _run_line(results: RunResults, role: str) -> str:
     meta = results.metadata
     name = f"{meta.run_name} ({meta.run_id})" if meta.run_name else meta.run_id
     commit = (meta.git_commit or "unknown")[:8] + ("-dirty" if meta.git_dirty else "")
-    return f"{role + ':':<10} {name}, commit {commit}, engines {', '.join(meta.engines) or '—'}"
+    engines = []
+    for engine in meta.engines:
+        profile = profile_of(meta.engine_details.get(engine))
+        engines.append(engine if profile is None else f"{engine} ({profile_text(profile)})")
+    return f"{role + ':':<10} {name}, commit {commit}, engines {', '.join(engines) or '—'}"
 
 
 def render_text(report: AbReport, *, show_all: bool = False) -> str:
@@ -468,6 +535,7 @@ def render_text(report: AbReport, *, show_all: bool = False) -> str:
         f"{len(report.pairs)} record pair(s), {samples} paired samples, "
         f"{len(report.comparisons)} tests Holm-adjusted at alpha {significant(report.alpha)}, "
         f"tolerance {significant(report.tolerance)}",
+        *(f"warning: {warning}" for warning in report.warnings),
         "",
     ]
     shown = [c for c in report.comparisons if show_all or c.test.delta != 0 or c.significant]
@@ -540,6 +608,7 @@ def report_json(report: AbReport) -> dict[str, Any]:
         "alpha": report.alpha,
         "tolerance": report.tolerance,
         "correction": "holm",
+        "warnings": report.warnings,
         "comparisons": [c.to_dict() for c in report.comparisons],
         "regressions": len(report.regressions),
         "worst_samples": [asdict(change) for change in report.worst],
@@ -583,6 +652,7 @@ def render_html(report: AbReport) -> str:
     ][:PAIRED_CHARTS]
     items = [_drill_item(rank, change) for rank, change in enumerate(report.worst, start=1)]
     body = [
+        *(f'<div class="status bad">⚠ {escape(warning)}</div>' for warning in report.warnings),
         '<section id="tests"><h2>Paired tests</h2>',
         ranked_table("ab-tests", columns, rows, caption, unranked=len(rows)),
         '</section><section id="paired"><h2>Candidate vs baseline, per sample</h2>',

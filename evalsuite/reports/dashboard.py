@@ -3,7 +3,10 @@
 Per benchmark: the newest run's regression status; rankings that compare only like with like
 (one table per data source x measure, :data:`~evalsuite.reports.charts.MEASURE_KEYS`), ties
 sharing a rank (values that print the same), medals only on the better side of
-:data:`MEDAL_FLOOR`, rows that regressed against their previous run marked; trend charts as
+:data:`MEDAL_FLOOR`, rows that regressed against their previous run marked, each row's model
+(a peer's profile and version, from the newest run's engine details) and whether its number
+was measured here or published (golden entries of a paper or a leaderboard rank
+beside the runs on the same data, without medals: see :func:`_rankings`); trend charts as
 small multiples (:func:`~evalsuite.reports.charts.trend_charts`: at most
 :data:`~evalsuite.reports.charts.MAX_SERIES` series each, one color per series in every chart,
 whiskers clipped to the metric's range, health metrics that stayed 0 said in one line); the
@@ -25,16 +28,25 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from evalsuite.benchmarks import Benchmark, load_declarations
+from evalsuite.golden import GoldenEntry
+from evalsuite.models import available_models
 from evalsuite.records.atomic import atomic_write_text
 from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
-from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
+from evalsuite.records.model import (
+    BenchmarkRecord,
+    Direction,
+    MetricKind,
+    MetricSummary,
+    SampleRecord,
+)
 from evalsuite.records.results import RESULTS_FILE, RunMetadata, read_results
 from evalsuite.reports.charts import (
     HEALTH_METRICS,
@@ -63,6 +75,9 @@ from evalsuite.reports.html import (
     render_page,
 )
 from evalsuite.reports.series import (
+    MEASURED,
+    PUBLISHED_SOURCES,
+    PUBLISHED_SUFFIX,
     GoldenIndex,
     Point,
     SeriesKey,
@@ -70,7 +85,9 @@ from evalsuite.reports.series import (
     chronological,
     collect_series,
     load_golden_index,
+    model_text,
     newest_regressions,
+    profile_of,
     series_steps,
 )
 from evalsuite.reports.wordalign import align_words
@@ -300,7 +317,7 @@ def _benchmark_section(
         f'{len(runs)} runs</span></h2>',
         _status(own, golden, runs[-1].metadata.run_id),
         "<h3>Ranking</h3>",
-        _rankings(benchmark, own, metrics, specs, golden),
+        _rankings(benchmark, own, metrics, specs, golden, runs),
         "<h3>Trends</h3>",
         _flat_lines(flat),
         _chart_grid(trends),
@@ -366,6 +383,31 @@ def _status(series: Mapping[SeriesKey, Sequence[Point]], golden: GoldenIndex, ru
 
 
 RowKey = tuple[str, str, str]  # engine, data, parameter
+TableKey = tuple[str, str]  # data, measure
+PUBLISHED = "published"
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A ranking's row: the latest values of one engine x data x parameter of the runs
+    (measured), or the golden entries of a published figure; per metric, its hover text."""
+
+    engine: str
+    data: str
+    parameter: str
+    values: Mapping[str, MetricSummary]
+    notes: Mapping[str, str]
+    when: Cell
+    model: Cell
+    source: Cell
+    published: bool = False
+    profiled: bool = False
+    """A measured row whose engine ran a peer model profile."""
+    regressed: tuple[str, ...] = ()
+
+    @property
+    def table(self) -> TableKey:
+        return self.data, measure_of(self.parameter)
 
 
 def _rankings(
@@ -374,8 +416,63 @@ def _rankings(
     metrics: Sequence[str],
     specs: Mapping[str, MetricSpec],
     golden: GoldenIndex,
+    runs: Sequence[HistoryEntry] = (),
 ) -> str:
-    """One ranked table per data source x measure: only rows measured alike are compared."""
+    """One ranked table per data source x measure: only rows measured alike are compared.
+
+    Published figures (golden entries whose source is not ``measured``: a paper's, a
+    leaderboard's, recorded outputs') rank in the table of their data and measure beside the
+    runs, so ``dots.ocr (published)`` stands next to ``dots.ocr`` as measured here. They take a
+    place in the order but no medal: nobody reproduced them here, with this suite's prompts,
+    images and scorer, and a medal says "best of what we ran". Published figures on data that
+    no run of the history used are kept out of the rankings (they compare with nothing
+    measured): they follow in one folded block, a compact table per data source and measure,
+    one click away rather than pages of paper figures on a dashboard of fixture runs."""
+    details = {entry.metadata.run_id: entry.metadata.engine_details for entry in runs}
+    names = {str(profile["name"]).lower(): str(profile["name"])
+             for by_engine in details.values() for engine_details in by_engine.values()
+             if (profile := profile_of(engine_details)) is not None}
+    tables: dict[TableKey, list[_Row]] = {}
+    for row in _measured_rows(series, golden, details):
+        tables.setdefault(row.table, []).append(row)
+    elsewhere: dict[TableKey, list[_Row]] = {}
+    for row in _published_rows(benchmark, golden, names):
+        (tables if row.table in tables else elsewhere).setdefault(row.table, []).append(row)
+    several_data = len({data for data, _ in tables}) > 1
+    parts = [
+        _ranking(benchmark, data, measure, rows, metrics, specs, several_data)
+        for (data, measure), rows in tables.items()
+    ] or ['<p class="empty">No metrics recorded.</p>']
+    if elsewhere:
+        sources = ", ".join(dict.fromkeys(data for data, _ in elsewhere))
+        count = sum(len(rows) for rows in elsewhere.values())
+        inner = "".join(
+            _ranking(benchmark, data, measure, rows, _compact(metrics, rows), specs, True,
+                     table_id=slug("published", benchmark, data, measure))
+            for (data, measure), rows in elsewhere.items()
+        )
+        parts.append(
+            f'<details class="published"><summary>Published figures on data no run here used '
+            f"({count} row{'s' if count > 1 else ''}: {escape(sources)})</summary>"
+            f"{inner}</details>"
+        )
+    return "".join(parts)
+
+
+def _compact(metrics: Sequence[str], rows: Sequence[_Row]) -> list[str]:
+    """The columns of a table of published figures only: the metrics the runs measure, so it
+    reads as the rankings above it; the figures' own (by name) where they share none."""
+    common = [metric for metric in metrics if any(metric in row.values for row in rows)]
+    return common or sorted({metric for row in rows for metric in row.values})
+
+
+def _measured_rows(
+    series: Mapping[SeriesKey, Sequence[Point]],
+    golden: GoldenIndex,
+    details: Mapping[str, Mapping[str, Mapping[str, Any]]],
+) -> list[_Row]:
+    """The latest value of each engine x data x parameter's metrics (per-group aggregates left
+    out), whether it regressed against the run before, and the model of its newest run."""
     latest: dict[RowKey, dict[str, Point]] = {}
     regressed: dict[RowKey, list[str]] = {}
     for key, points in series.items():
@@ -386,43 +483,142 @@ def _rankings(
         last = series_steps(key, points[-2:], golden)[-1]
         if last.comparison is not None and last.comparison.regressed:
             regressed.setdefault(row, []).append(key.metric)
-    if not latest:
-        return '<p class="empty">No metrics recorded.</p>'
-    tables: dict[tuple[str, str], dict[RowKey, dict[str, Point]]] = {}
-    for row, points in sorted(latest.items()):
-        tables.setdefault((row[1], measure_of(row[2])), {})[row] = points
-    several_data = len({data for data, _ in tables}) > 1
-    return "".join(
-        _ranking(benchmark, data, measure, rows, metrics, specs, regressed, several_data)
-        for (data, measure), rows in tables.items()
-    )
+    rows = []
+    for (engine, data, parameter), points in sorted(latest.items()):
+        newest = max(points.values(), key=lambda p: p.created_utc)
+        engine_details = details.get(newest.run_id, {}).get(engine)
+        rows.append(_Row(
+            engine, data, parameter,
+            values={metric: point.summary for metric, point in points.items()},
+            notes={metric: _interval_note(point.summary) for metric, point in points.items()},
+            when=Cell(newest.created_utc[:16].replace("T", " "), newest.created_utc,
+                      newest.run_id),
+            model=_model_cell(engine_details),
+            source=Cell(MEASURED, MEASURED, f"measured here: run {newest.run_id}"),
+            profiled=profile_of(engine_details) is not None,
+            regressed=tuple(regressed.get((engine, data, parameter), ())),
+        ))
+    return rows
+
+
+def _interval_note(summary: MetricSummary) -> str:
+    interval = ("" if summary.ci_low is None
+                else f"95% CI [{significant(summary.ci_low)}, {significant(summary.ci_high)}], ")
+    return f"{interval}n={summary.n}"
+
+
+def _model_cell(details: Mapping[str, Any] | None) -> Cell:
+    """The model behind a run's engine (:func:`model_text`); hovering a peer profile's shows
+    what pins it down: the served model, the prompt's hash, decoding, image rule, converter."""
+    text = model_text(details) or MISSING
+    profile = profile_of(details)
+    if profile is None or details is None:
+        return Cell(text, text)
+    decoding = profile.get("decoding") or {}
+    facts = [
+        f"profile {text}",
+        f"served model {details['model']}" if details.get("model") else "",
+        f"prompt sha256 {str(profile['prompt_sha256'])[:12]}"
+        if profile.get("prompt_sha256") else "",
+        "decoding " + ", ".join(f"{k}={v}" for k, v in decoding.items())
+        if isinstance(decoding, Mapping) and decoding else "",
+        f"image preparation {profile['image_preparation']}"
+        if profile.get("image_preparation") else "",
+        f"converter {profile['converter']}" if profile.get("converter") else "",
+    ]
+    return Cell(text, text, " · ".join(fact for fact in facts if fact))
+
+
+def _published_rows(
+    benchmark: str, golden: GoldenIndex, names: Mapping[str, str]
+) -> list[_Row]:
+    """A row per engine x data x parameter of ``benchmark``'s published golden entries (per-group
+    aggregates left out): their values and n (0: no count published), the newest publication
+    date, and the model: ``dots.ocr (published)`` names ``dots.ocr``, spelled as the runs'
+    profiles spell it (``names``: by lower-case name) or as the model registry does
+    (``paddleocr-vl (published)``: ``PaddleOCR-VL``)."""
+    grouped: dict[RowKey, dict[str, GoldenEntry]] = {}
+    for (bench, engine, data, parameter, metric), entry in sorted(golden.items()):
+        published = entry.source in PUBLISHED_SOURCES
+        if bench == benchmark and published and split_grouped(metric)[1] is None:
+            grouped.setdefault((engine, data, parameter), {})[metric] = entry
+    if grouped:  # the registry's spelling of each model, the runs' where they differ
+        names = {name.lower(): name for name in available_models()} | dict(names)
+    rows = []
+    for (engine, data, parameter), entries in grouped.items():
+        dates = sorted(entry.set_at for entry in entries.values() if entry.set_at)
+        date = dates[-1] if dates else ""
+        model = engine.removesuffix(PUBLISHED_SUFFIX)
+        model = names.get(model.lower(), model)
+        rows.append(_Row(
+            engine, data, parameter,
+            values={metric: MetricSummary(entry.value, entry.n, kind=_kind(entry.kind),
+                                          direction=_direction(entry.direction))
+                    for metric, entry in entries.items()},
+            notes={metric: f"{entry.source} figure, "
+                           + (f"n={entry.n}" if entry.n else "no sample count published")
+                   for metric, entry in entries.items()},
+            when=Cell(date[:10] or MISSING, date, f"published {date[:10]}" if date else ""),
+            model=Cell(model, model, "a published figure: no profile of this suite"),
+            source=Cell(PUBLISHED, PUBLISHED, _citation(entries.values())),
+            published=True,
+        ))
+    return rows
+
+
+def _kind(kind: str) -> MetricKind:
+    return "proportion" if kind == "proportion" else "mean"
+
+
+def _direction(direction: str | None) -> Direction | None:
+    return "higher" if direction == "higher" else "lower" if direction == "lower" else None
+
+
+def _citation(entries: Iterable[GoldenEntry]) -> str:
+    """Where published entries come from: ``paper, 2026-02-03 · commit 2f3699e: <note>``, each
+    distinct one once."""
+    items = []
+    for entry in entries:
+        where = entry.source + (f", {entry.set_at[:10]}" if entry.set_at else "")
+        if entry.commit and entry.commit != entry.source:
+            where += f" · commit {entry.commit}"
+        items.append(where + (f": {entry.note}" if entry.note else ""))
+    return " | ".join(dict.fromkeys(items))
 
 
 def _ranking(
     benchmark: str,
     data: str,
     measure: str,
-    latest: Mapping[RowKey, Mapping[str, Point]],
+    rows: Sequence[_Row],
     metrics: Sequence[str],
     specs: Mapping[str, MetricSpec],
-    regressed: Mapping[RowKey, Sequence[str]],
     several_data: bool,
+    *,
+    table_id: str | None = None,
 ) -> str:
-    """The latest value of each engine x parameter on ``data`` and ``measure``, ranked by the
-    first metric of ``metrics`` they have (the headline); a metric without a direction ranks
-    nothing."""
-    present = [m for m in metrics if any(m in points for points in latest.values())]
+    """The rows on ``data`` and ``measure`` ranked by the first metric of ``metrics`` that a
+    measured row has (the headline; any row's in a table of published figures only); a metric
+    without a direction ranks nothing. Medals go to measured rows only (see :func:`_rankings`).
+    The model column shows where it says more than the engine label in some row (a peer's
+    profile and version, a served model id, ``dots.ocr`` of ``dots.ocr (published)``): on
+    fixture runs of local engines it would repeat the engine; the source column where a
+    published figure is among the rows, its citation in the hover."""
+    only_published = all(row.published for row in rows)
+    counted = [row for row in rows if only_published or not row.published]
+    present = [m for m in metrics if any(m in row.values for row in counted)]
+    rows = [row for row in rows if any(m in row.values for m in present)]  # no row of dashes
     zero = [m for m in present if m in HEALTH_METRICS and all(
-        points[m].summary.value == 0 for points in latest.values() if m in points)]
+        row.values[m].value == 0 for row in rows if m in row.values)]
     shown = [m for m in present if m not in zero]
     headline = shown[0] if shown else present[0]
-    direction, bounds = metric_traits(headline, _any_summary(latest, headline), specs)
+    direction, bounds = metric_traits(headline, _any_summary(counted, headline), specs)
 
-    def value(row: RowKey) -> float | None:
-        point = latest[row].get(headline)
-        return None if point is None else point.summary.value
+    def value(row: _Row) -> float | None:
+        summary = row.values.get(headline)
+        return None if summary is None else summary.value
 
-    order = sorted(latest, key=lambda row: (
+    order = sorted(rows, key=lambda row: (
         value(row) is None or direction is None,
         0.0 if value(row) is None or direction is None
         else -value(row) if direction == "higher" else value(row),
@@ -436,50 +632,67 @@ def _ranking(
                 significant(value(previous)) == significant(value(row)))
             rank = standings[-1].rank if ties else index + 1
         standings.append(Standing(
-            rank, _earns_medal(value(row), direction, bounds) and len(order) > 1,
-            "regressed against the previous run: " + ", ".join(regressed[row])
-            if row in regressed else "",
+            rank,
+            _earns_medal(value(row), direction, bounds) and len(order) > 1 and not row.published,
+            "regressed against the previous run: " + ", ".join(row.regressed)
+            if row.regressed else "",
+            PUBLISHED if row.published else "",
         ))
-    rows = []
-    for engine, _, parameter in order:
-        points = latest[(engine, data, parameter)]
-        settings = ",".join(f"{k}={v}" if k != v else k
-                            for k, v in parse_parameter(parameter).items() if k not in MEASURE_KEYS)
-        row = {"engine": Cell(engine, engine), "parameter": Cell(settings, parameter)}
-        newest = max(points.values(), key=lambda p: p.created_utc)
-        row["run"] = Cell(newest.created_utc[:16].replace("T", " "), newest.created_utc,
-                          newest.run_id)
+    published = any(row.published for row in rows)
+    with_model = any(row.profiled or row.model.text not in (row.engine, MISSING)
+                     for row in rows)
+    cells = []
+    for row in order:
+        settings = ",".join(f"{k}={v}" if k != v else k for k, v in
+                            parse_parameter(row.parameter).items() if k not in MEASURE_KEYS)
+        cell = {"engine": Cell(row.engine, row.engine), "model": row.model,
+                "source": row.source, "parameter": Cell(settings, row.parameter),
+                "run": row.when}
         for metric in shown:
-            point = points.get(metric)
-            if point is not None:
-                s = point.summary
-                interval = ("" if s.ci_low is None
-                            else f"95% CI [{significant(s.ci_low)}, {significant(s.ci_high)}], ")
-                row[metric] = Cell.number(s.value, f"{interval}n={s.n}")
-        head = points.get(headline)
-        row["n"] = Cell(str(head.summary.n) if head else MISSING, head.summary.n if head else None)
-        rows.append(row)
+            summary = row.values.get(metric)
+            if summary is not None:
+                cell[metric] = Cell.number(summary.value, row.notes.get(metric, ""))
+        head = row.values.get(headline)
+        if head is None or (row.published and not head.n):
+            cell["n"] = Cell(MISSING, None, "no sample count published" if head else "")
+        else:
+            cell["n"] = Cell(str(head.n), head.n)
+        cells.append(cell)
     columns = [
         Column("engine", "engine", numeric=False),
+        *([Column("model", "model", numeric=False,
+                  title="the model profile and its version a run sent its pages with (hover: "
+                        "prompt, decoding); a published figure's model")] if with_model else []),
+        *([Column("source", "source", numeric=False,
+                  title="measured by a run here, or a published figure (hover: its citation)")]
+          if published else []),
         Column("parameter", "settings", numeric=False),
-        *(Column(m, m, title=better_note(metric_traits(m, _any_summary(latest, m), specs)[0]))
+        *(Column(m, m, title=better_note(metric_traits(m, _any_summary(rows, m), specs)[0]))
           for m in shown),
         Column("n", "n"),
-        Column("run", "latest run", numeric=False),
+        Column("run", "published" if only_published else "run / published" if published
+               else "latest run", numeric=False),
     ]
     where = " · ".join(filter(None, (f"data={data}" if several_data or data != "fixtures"
                                      else "", measure)))
     rule = (f"ranked by {headline} ({better_note(direction)}); equal printed values tie"
             if direction else f"{headline} has no better direction: not ranked")
-    caption = f"{where + ': ' if where else ''}{rule}; hover a value for its interval and n"
+    caption = f"{where + ': ' if where else ''}{rule}; "
+    if only_published:
+        caption += "published figures only, no run here used this data; hover the source for "
+        caption += "the citation"
+    else:
+        caption += "hover a value for its interval and n"
+    if published and not only_published:
+        caption += "; published figures rank without a medal (hover the source for the citation)"
     if zero:
         caption += f"; {' and '.join(zero)}: 0 in every row"
-    return ranked_table(slug("rank", benchmark, data, measure), columns, rows, caption,
-                        standings=standings)
+    return ranked_table(table_id or slug("rank", benchmark, data, measure), columns, cells,
+                        caption, standings=standings)
 
 
-def _any_summary(latest: Mapping[RowKey, Mapping[str, Point]], metric: str) -> MetricSummary:
-    return next(points[metric].summary for points in latest.values() if metric in points)
+def _any_summary(rows: Sequence[_Row], metric: str) -> MetricSummary:
+    return next(row.values[metric] for row in rows if metric in row.values)
 
 
 def _earns_medal(

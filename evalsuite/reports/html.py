@@ -46,11 +46,14 @@ class Cell:
 @dataclass(frozen=True)
 class Standing:
     """A table row's place: its rank (None: unranked; equal ranks are ties), whether it may
-    have a medal (its value is above the page's floor) and, when it regressed, in what."""
+    have a medal (its value is above the page's floor), when it regressed, in what, and how it
+    is drawn (``tone``)."""
 
     rank: int | None
     medal: bool = True
     regressed: str = ""
+    tone: str = ""
+    """A class of the row: ``published`` for a published figure (drawn as a reference line)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,9 @@ def ranked_table(
             kind = "" if column.numeric else ' class="text"'
             title = f' title="{escape(cell.title)}"' if cell.title else ""
             cells.append(f'<td{kind} data-sort="{escape(sort)}"{title}>{escape(cell.text)}</td>')
-        tint = ' class="regressed"' if standing.regressed else ""
+        classes = " ".join(filter(None, ("regressed" if standing.regressed else "",
+                                         standing.tone)))
+        tint = f' class="{escape(classes)}"' if classes else ""
         body.append(f"<tr{tint}>{''.join(cells)}</tr>")
     return (
         f'<div class="table-tools"><span class="caption">{escape(caption)}</span>'

@@ -17,12 +17,22 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalsuite.errors import GoldenError
 from evalsuite.golden import GoldenEntry, GoldenStore, describe_key
 from evalsuite.records.history import HistoryEntry
 from evalsuite.records.model import MetricSummary
 from evalsuite.stats import Comparison, compare_to_reference
+
+MEASURED = "measured"
+"""A golden entry's source when a run here set it (``--update-golden``)."""
+PUBLISHED_SOURCES = frozenset({"paper", "leaderboard"})
+"""The sources of a published figure (``recordings``, replayed real outputs, are not: they rank
+as the replay runs that measure them)."""
+PUBLISHED_SUFFIX = " (published)"
+"""How a published figure's engine is told from the run it compares with: ``dots.ocr
+(published)`` beside ``dots.ocr``."""
 
 GoldenKey = tuple[str, str, str, str, str]
 GoldenIndex = Mapping[GoldenKey, GoldenEntry]
@@ -170,6 +180,46 @@ def series_steps(
             comparison = compare_summaries(previous.summary, point.summary, tolerance)
         steps.append(Step(point, previous, comparison))
     return steps
+
+
+def profile_of(details: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The peer model profile in an engine's run details (``model_profile``: name, version,
+    prompt_sha256, decoding, ...), None for an engine run without one."""
+    profile = (details or {}).get("model_profile")
+    return profile if isinstance(profile, Mapping) and profile.get("name") else None
+
+
+def profile_text(profile: Mapping[str, Any]) -> str:
+    """``dots.ocr v1``: a profile's name and version."""
+    version = profile.get("version")
+    return f"{profile['name']} v{version}" if version is not None else str(profile["name"])
+
+
+def model_text(details: Mapping[str, Any] | None) -> str | None:
+    """What model an engine's run details name: its peer profile's name and version
+    (``dots.ocr v1``), else the served model id, else the engine's name; None when the details
+    say nothing (a history older than them)."""
+    profile = profile_of(details)
+    if profile is not None:
+        return profile_text(profile)
+    for field in ("model", "engine"):
+        value = (details or {}).get(field)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def engine_profiles(entries: Iterable[HistoryEntry]) -> dict[str, list[str]]:
+    """Per engine label, the peer profiles its runs ran (``dots.ocr v1``), distinct, in run
+    order: one item unless the label was given to several versions (``--engine-label``).
+    Engines run without a profile are left out."""
+    seen: dict[str, list[str]] = {}
+    for entry in chronological(entries):
+        for label, details in entry.metadata.engine_details.items():
+            profile = profile_of(details)
+            if profile is not None and profile_text(profile) not in seen.get(label, []):
+                seen.setdefault(label, []).append(profile_text(profile))
+    return seen
 
 
 def newest_regressions(

@@ -7,7 +7,9 @@ statistics (see :mod:`evalsuite.reports.series`). ``--all`` prints the long form
 table per benchmark x metric with every one of the last N runs, its 95% interval and change.
 ``--fail-on-regression`` exits 1 when the newest run regressed against the previous comparable
 run of any shown series, for CI. Per-group aggregates (``edit_precision[600-700]``) are shown
-and judged only with ``--groups`` or when ``--metric`` names one.
+and judged only with ``--groups`` or when ``--metric`` names one. The header names the peer
+model profile and version behind each engine that ran one (from the runs' engine details): a
+series of ``dots.ocr`` says it is ``dots.ocr v1``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from evalsuite.reports.series import (
     better_note,
     chronological,
     collect_series,
+    engine_profiles,
     load_golden_index,
     newest_regressions,
     series_steps,
@@ -132,6 +135,9 @@ def render_trend(
         f"commit {_short(newest.git_commit)}{dirty}, engines {engines}"
         + (" (interrupted: only its finished tests)" if newest.interrupted else ""),
     ]
+    peers = _peer_line(entries, series)
+    if peers:
+        blocks.append(peers)
     by_metric = sorted(series.items(), key=lambda item: _metric_order(item[0]))
     if every_run:
         for (benchmark, metric), group in groupby(
@@ -156,6 +162,22 @@ def render_trend(
         "means by tolerance (golden entry, else half the previous 95% interval)"
     )
     return "\n".join(blocks)
+
+
+def _peer_line(
+    entries: Sequence[HistoryEntry], series: Mapping[SeriesKey, Sequence[Point]]
+) -> str:
+    """``model profiles: dots.ocr = dots.ocr v1; olmocr-2 = olmOCR-2 v1 → olmOCR-2 v2 (changed
+    within its series)``: the peer profile and version behind each shown engine that ran one,
+    every version in run order where one label ran several (--engine-label); "" when none."""
+    profiles = engine_profiles(entries)
+    parts = []
+    for engine in dict.fromkeys(key.engine for key in series):
+        ran = profiles.get(engine)
+        if ran:
+            changed = " (changed within its series)" if len(ran) > 1 else ""
+            parts.append(f"{engine} = {' → '.join(ran)}{changed}")
+    return "model profiles: " + "; ".join(parts) if parts else ""
 
 
 def _metric_table(
