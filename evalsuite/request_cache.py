@@ -72,9 +72,9 @@ class ResumeError(EvalsuiteError, ValueError):
 
 def request_key(engine_label: str, engine: Engine, request: InferenceRequest) -> str:
     """What identifies a request's result: engine label, image bytes, prompt, mode,
-    anti-repetition setting and repeat (after the first); plus the request's replay key for
-    engines whose output depends on it (replay). SHA-256 hex, the same in every process and
-    run (sets are sorted, so that the hash seed does not order them)."""
+    anti-repetition setting, repeat (after the first) and the PDF page it came from; plus the
+    request's replay key for engines whose output depends on it (replay). SHA-256 hex, the same
+    in every process and run (sets are sorted, so that the hash seed does not order them)."""
     identity: dict[str, Any] = {
         "engine": engine_label,
         "image": request.image_sha256,
@@ -85,6 +85,8 @@ def request_key(engine_label: str, engine: Engine, request: InferenceRequest) ->
         identity["anti_repetition"] = request.anti_repetition.as_dict()
     if request.repeat != 1:
         identity["repeat"] = request.repeat
+    if request.pdf_page is not None:  # a model that renders PDF pages itself sees the PDF's page
+        identity["pdf_page"] = [request.pdf_page.content_sha256, request.pdf_page.index]
     if getattr(engine, "keyed_outputs", False):
         identity["key"] = request.replay_key()
     text = json.dumps(identity, sort_keys=True, default=_stable_json)

@@ -4,7 +4,8 @@
     .venv/bin/python golden/seed_peers.py [GOLDEN_DIR]
 
 Each peer's figures form a series of their own: engine ``<label> (published)``, where
-``<label>`` is the label a run of the model's profile gets (the profile name in lower case), so
+``<label>`` is the profile's name in lower case (a run of profile version N > 1 is labelled
+``<label>-vN``: the published figure belongs to no version of ours), so
 a measured run's ``--update-golden`` never overwrites them and they never gate a run. Every
 number is copied as printed (:data:`OLMOCR_ROWS`, :data:`OMNIDOCBENCH_ROWS` keep the cells as
 strings) from the source named beside it: repository, commit, file, table and row.

@@ -62,6 +62,7 @@ def test_rendering_equals_the_runners(runner: str, tmp_path: Path) -> None:
     cases = [c for c in _cases(MODELS / "pdf_rendering.json.gz") if c["runner"] == runner]
     assert len(cases) >= 12
     first = runner.split("-")[0]
+    exact = 0
     for case in cases:
         rendering = model_profile(RUNNER_PROFILES[runner][0]).pdf_rendering
         assert rendering is not None
@@ -69,18 +70,20 @@ def test_rendering_equals_the_runners(runner: str, tmp_path: Path) -> None:
         if case["rendered"][0] * case["rendered"][1] > LARGE_PIXELS:  # sizes only: seconds each
             scale = rendering.dpi(*case["page_points"]) / 72
             assert [math.ceil(side * scale) for side in case["page_points"]] == case["rendered"]
+            exact += 1
             continue
         page = render_pdf_page(_pdf(case, tmp_path), 0, rendering.dpi)
-        if runner in POPPLER:
+        if runner in POPPLER:  # poppler rounds its resolution otherwise: within a pixel
             assert all(abs(a - b) <= 1 for a, b in zip(page.size, case["rendered"], strict=True))
-            assert max(page.size) == max(case["rendered"]) or min(page.size) == min(
-                case["rendered"]), where  # the target side is exact
+            exact += list(page.size) == case["rendered"]
         else:
             assert list(page.size) == case["rendered"], where
             assert hashlib.sha256(page.tobytes()).hexdigest() == case["pixels_sha256"], where
             if first == "chandra_ocr":
                 assert rendering.prepare is not None
                 assert list(rendering.prepare(page).size) == case["sent"], where
+    if runner in POPPLER:
+        assert exact >= len(cases) - 1, f"{exact} of {len(cases)} sizes equal poppler's"
     for name in RUNNER_PROFILES[runner][1:]:
         assert model_profile(name).pdf_rendering == model_profile(
             RUNNER_PROFILES[runner][0]).pdf_rendering
@@ -137,3 +140,41 @@ def test_a_served_peer_is_sent_its_own_rendering_of_a_pdf_page() -> None:
     assert min(original.size) == 1024 or original.size == render_pdf_page(pdf, 0, 192).size
     assert page.size == chandra.profile.pdf_rendering.prepare(original).size
     assert isinstance(page, Image.Image)
+
+
+def test_olmocr_bench_requests_name_their_pdf_page_and_the_cache_keys_on_it(
+    tmp_path: Path,
+) -> None:
+    """Each olmOCR-bench request carries the PDF page its image was rendered from (0-based index)
+    and the request cache tells two PDF pages apart even when their 2,048 px images are equal
+    (a model rendering at a fixed dpi sees pages of other sizes)."""
+    from evalsuite.benchmarks import olmocr_bench
+    from evalsuite.datasets.olmocr_bench import load_olmocr_bench
+    from evalsuite.request_cache import request_key
+
+    bench = load_olmocr_bench(FIXTURE_PDFS.parent)
+    samples = olmocr_bench.samples(bench, "native")
+    for sample in samples:
+        pdf, page = sample.details["page"].rsplit("#", 1)
+        source = sample.request.pdf_page
+        assert source == PdfPage(FIXTURE_PDFS / pdf, int(page) - 1)
+        assert source.path.is_file()
+    small, large = _blank_pdf([300, 400], tmp_path), _blank_pdf([600, 800], tmp_path)
+    images = [render_pdf_page(path, 0, longest_side=2048) for path in (small, large)]
+    assert images[0].tobytes() == images[1].tobytes()
+    keys = {request_key("dots.ocr-v2", object(), InferenceRequest(
+        image, "p", "native", "s", pdf_page=PdfPage(path, 0)))
+        for image, path in zip(images, (small, large), strict=True)}
+    assert len(keys) == 2
+
+
+def test_a_pdf_page_the_model_cannot_render_fails_its_sample_naming_it(tmp_path: Path) -> None:
+    """A page past the PDF's end: the sample's error names the profile's rule, file and page."""
+    engine = OpenAIChatEngine.__new__(OpenAIChatEngine)
+    engine.profile = model_profile("olmOCR-2")
+    pdf = FIXTURE_PDFS / "table_tests" / "price_list.pdf"
+    request = InferenceRequest(Image.new("RGB", (8, 8)), "p", "native", "s",
+                               pdf_page=PdfPage(pdf, 5))
+    with pytest.raises(ValueError, match=r"olmOCR-2's PDF rendering \(longest side 1288 px"
+                       r" \(PDFium\)\) of .*price_list\.pdf page 6"):
+        engine._prepared_page(request)

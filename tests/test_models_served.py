@@ -376,6 +376,7 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
         own = profile.pdf_rendering
         expected = render_pdf_page(path, int(page) - 1, own.dpi) if own else render_pdf_page(
             path, int(page) - 1, longest_side=2048)
+        assert sample.details["settings"]["page"] == list(expected.size), sample.id
         prepare = own.prepare if own else profile.prepare_image
         expected = prepare(expected) if prepare is not None else expected
         assert sample.details["settings"]["prepared_page"] == list(expected.size), sample.id

@@ -407,7 +407,8 @@ def test_published_figures_rank_beside_the_runs_with_the_model_and_its_source(
 ) -> None:
     """A measured dots.ocr run (its engine details name the profile, dots.ocr v1) and the
     golden's "dots.ocr (published)" figure on the same data rank in one table by value, with
-    model and source cells; the published row takes its place but no medal, its n is not
+    model and source cells; the published row takes its place but no medal (medals go by the
+    place among the measured rows: the best measured row has gold), its n is not
     published, its date is the publication's and its source's hover cites it. Published
     figures on data no run used come after the rankings in a folded block of their own; a
     measured golden entry, a per-group published one, or one of a metric no run measured adds
@@ -438,8 +439,8 @@ def test_published_figures_rank_beside_the_runs_with_the_model_and_its_source(
 
     table = "rank-fox-fox-3f2a"
     assert _rank_cells(page, table) == [
-        ("", "1", "dots.ocr (published)"), ("silver", "2", "dots.ocr"),
-        ("bronze", "3", "tesseract"), ("", "4", "olmocr-2 (published)"),
+        ("", "1", "dots.ocr (published)"), ("gold", "2", "dots.ocr"),
+        ("silver", "3", "tesseract"), ("", "4", "olmocr-2 (published)"),
     ]
     head, rows = _rows(page, table)
     assert head == ["#", "engine", "model", "source", "settings", "edit_precision", "n",

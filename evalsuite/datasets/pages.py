@@ -18,6 +18,7 @@ image or PDF, a PDF whose ground truth has another number of pages, a folder wit
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ PDF_SUFFIX = ".pdf"
 TRUTH_SUFFIXES = (".md", ".txt")
 PAGE_BREAK = "\f"
 POINTS_PER_INCH = 72
+PDFIUM_LOCK = threading.Lock()
+"""Held around every use of PDFium, which is not thread-safe (pypdfium2's own warning): served
+engines render PDF pages in worker threads."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,12 @@ def render_pdf_page(
     the resolution that makes its longer side that many pixels."""
     if (dpi is None) == (longest_side is None):
         raise ValueError("render_pdf_page: give dpi or longest_side, not both or neither")
+    with PDFIUM_LOCK:
+        return _render(path, index, dpi, longest_side)
+
+
+def _render(path: Path, index: int, dpi: float | Callable[[float, float], float] | None,
+            longest_side: int | None) -> Image.Image:
     document = _open_pdf(path)
     try:
         page = document[index]
@@ -128,8 +138,8 @@ def render_pdf_page(
             raise DatasetFormatError(
                 f"{path.name} page {index + 1} at {dpi:g} dpi is {width}×{height} = "
                 f"{format_megapixels(width * height)}, above the limit of "
-                f"{format_megapixels(max_image_pixels())}; lower --pages-dpi or raise "
-                f"{LIMIT_OPTION}"
+                f"{format_megapixels(max_image_pixels())}; lower the resolution (--pages-dpi "
+                f"for your own pages) or raise {LIMIT_OPTION}"
             )
         return page.render(scale=dpi / POINTS_PER_INCH).to_pil().convert("RGB")
     finally:
@@ -139,11 +149,12 @@ def render_pdf_page(
 def pdf_page_count(path: Path) -> int:
     """The number of pages of the PDF at ``path``; DatasetFormatError when PDFium cannot read
     it."""
-    document = _open_pdf(path)
-    try:
-        return len(document)
-    finally:
-        document.close()
+    with PDFIUM_LOCK:
+        document = _open_pdf(path)
+        try:
+            return len(document)
+        finally:
+            document.close()
 
 
 def _open_pdf(path: Path) -> Any:

@@ -49,7 +49,8 @@ def benchmark_table(benchmarks: Sequence[Benchmark]) -> str:
 def model_table(profiles: Sequence[ModelProfile]) -> str:
     """A Markdown table: ``--model`` name, profile version, settings' source, what runs here,
     how a PDF page is rendered (olmOCR-bench), left out."""
-    lines = ["| `--model` | version | settings from | runs here | PDF pages | left out |",
+    lines = ["| `--model` | profile version | settings from | runs here | PDF pages (olmOCR-bench) "
+             "| left out |",
              "| --- | --- | --- | --- | --- | --- |"]
     for profile in profiles:
         pdf = profile.pdf_rendering.rule if profile.pdf_rendering else "the benchmark's"

@@ -57,6 +57,12 @@ class PdfPage:
     path: Path
     index: int
 
+    @cached_property
+    def content_sha256(self) -> str:
+        """SHA-256 (hex) of the PDF file's bytes: with ``index``, what names the page wherever
+        the file lies."""
+        return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
+
 
 @dataclass(frozen=True)
 class InferenceRequest:
@@ -85,7 +91,8 @@ class InferenceRequest:
     pdf_page: PdfPage | None = None
     """The PDF page ``image`` was rendered from (at the benchmark's resolution): a model whose
     runner rasterises PDF pages itself (a profile's ``pdf_rendering``) is sent the page rendered
-    from here its way. Not part of :meth:`replay_key`: the benchmark's rendering identifies it."""
+    from here its way. Not part of :meth:`replay_key` (the benchmark's rendering identifies a
+    recorded answer); part of the request cache's key."""
 
     @cached_property
     def image_sha256(self) -> str | None:

@@ -96,7 +96,7 @@ from evalsuite.engines.deepseek_views import FAMILY_VIEWS, image_token_count
 from evalsuite.engines.rate_limit import RateLimiter, retry_after_s
 from evalsuite.engines.vllm_protocol import MODE_KWARG as VLLM_MODE_KWARG
 from evalsuite.engines.weights import checkpoint_identity
-from evalsuite.errors import EngineUnavailableError
+from evalsuite.errors import EngineUnavailableError, EvalsuiteError
 from evalsuite.images import PNG_SIGNATURE, lossless_png, open_image
 from evalsuite.models import (
     CallError,
@@ -931,6 +931,7 @@ class OpenAIChatEngine(EngineBase):
         settings: dict[str, Any] = {
             **self._settings, "mode": request.mode,
             "model_profile": profile.settings(request.task),
+            "page": list(original.size),
             "prepared_page": list(page.size),
         }
         if self._overridden:
@@ -969,7 +970,11 @@ class OpenAIChatEngine(EngineBase):
         rendering = self.profile.pdf_rendering
         if request.pdf_page is not None and rendering is not None:
             source = request.pdf_page
-            page = render_pdf_page(source.path, source.index, rendering.dpi)
+            try:
+                page = render_pdf_page(source.path, source.index, rendering.dpi)
+            except (EvalsuiteError, OSError, ValueError, RuntimeError) as exc:  # PdfiumError
+                raise ValueError(f"{self.profile.name}'s PDF rendering ({rendering.rule}) of "
+                                 f"{source.path} page {source.index + 1}: {exc}") from exc
             prepare = rendering.prepare
         else:
             page = load_page_image(request.image)

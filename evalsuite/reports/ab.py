@@ -434,7 +434,8 @@ def comparison_warnings(
 
 
 _PROFILE_FIELDS = {"prompt_sha256": "prompt", "decoding": "decoding",
-                   "image_preparation": "image preparation", "converter": "converter"}
+                   "image_preparation": "image preparation", "pdf_rendering": "PDF rendering",
+                   "pipeline": "further calls", "converter": "converter"}
 """What else than its version tells a profile's runs apart, by its key in the settings."""
 
 

@@ -26,6 +26,8 @@ built-in benchmarks, however long (the drill-down, newest run only, grows with i
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -509,7 +511,8 @@ def _interval_note(summary: MetricSummary) -> str:
 
 def _model_cell(details: Mapping[str, Any] | None) -> Cell:
     """The model behind a run's engine (:func:`model_text`); hovering a peer profile's shows
-    what pins it down: the served model, the prompt's hash, decoding, image rule, converter."""
+    what pins it down: the served model, the prompt's hash, decoding, image and PDF rules,
+    converter, a pipeline's further calls (hashed)."""
     text = model_text(details) or MISSING
     profile = profile_of(details)
     if profile is None or details is None:
@@ -524,7 +527,11 @@ def _model_cell(details: Mapping[str, Any] | None) -> Cell:
         if isinstance(decoding, Mapping) and decoding else "",
         f"image preparation {profile['image_preparation']}"
         if profile.get("image_preparation") else "",
+        f"PDF pages {profile['pdf_rendering']}" if profile.get("pdf_rendering") else "",
         f"converter {profile['converter']}" if profile.get("converter") else "",
+        "further calls sha256 " + hashlib.sha256(json.dumps(
+            profile["pipeline"], sort_keys=True).encode()).hexdigest()[:12]
+        if profile.get("pipeline") else "",
     ]
     return Cell(text, text, " · ".join(fact for fact in facts if fact))
 
@@ -624,19 +631,25 @@ def _ranking(
         else -value(row) if direction == "higher" else value(row),
     ))
     standings = []
+    measured: list[tuple[float, int]] = []  # (value, place) of the ranked measured rows so far
     for index, row in enumerate(order):
-        rank = None
+        rank = place = None
         if value(row) is not None and direction is not None:
             previous = order[index - 1] if index else None
             ties = previous is not None and standings[-1].rank is not None and (
                 significant(value(previous)) == significant(value(row)))
             rank = standings[-1].rank if ties else index + 1
+            if not row.published:  # medals go by the place among the measured rows
+                tied = measured and significant(measured[-1][0]) == significant(value(row))
+                place = measured[-1][1] if tied else len(measured) + 1
+                measured.append((value(row), place))
         standings.append(Standing(
             rank,
             _earns_medal(value(row), direction, bounds) and len(order) > 1 and not row.published,
             "regressed against the previous run: " + ", ".join(row.regressed)
             if row.regressed else "",
             PUBLISHED if row.published else "",
+            place,
         ))
     published = any(row.published for row in rows)
     with_model = any(row.profiled or row.model.text not in (row.engine, MISSING)
@@ -684,7 +697,8 @@ def _ranking(
     else:
         caption += "hover a value for its interval and n"
     if published and not only_published:
-        caption += "; published figures rank without a medal (hover the source for the citation)"
+        caption += ("; published figures rank without a medal, medals go to the measured rows "
+                    "(hover the source for the citation)")
     if zero:
         caption += f"; {' and '.join(zero)}: 0 in every row"
     return ranked_table(table_id or slug("rank", benchmark, data, measure), columns, cells,

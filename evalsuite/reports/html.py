@@ -54,6 +54,9 @@ class Standing:
     regressed: str = ""
     tone: str = ""
     """A class of the row: ``published`` for a published figure (drawn as a reference line)."""
+    medal_place: int | None = None
+    """The place that picks the medal's colour where it is not the rank (the rank among the
+    rows that can have medals, when others rank among them)."""
 
 
 @dataclass(frozen=True)
@@ -150,8 +153,9 @@ def ranked_table(
     body = []
     for position, (row, standing) in enumerate(zip(rows, standings, strict=True), start=1):
         rank = standing.rank
-        medal = (f' class="medal {MEDALS[rank - 1]}"'
-                 if rank is not None and rank <= len(MEDALS) and standing.medal else "")
+        place = rank if standing.medal_place is None else standing.medal_place
+        medal = (f' class="medal {MEDALS[place - 1]}"'
+                 if place is not None and place <= len(MEDALS) and standing.medal else "")
         shown = MISSING if rank is None else f"{rank}=" if counts[rank] > 1 else str(rank)
         mark = ""
         if standing.regressed:
