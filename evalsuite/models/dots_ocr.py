@@ -61,25 +61,27 @@ PROMPT_LAYOUT_ALL_EN = (
 PROMPT_OCR = "Extract the text content from this image."
 
 
-def rendered_size(width: int, height: int) -> tuple[int, int]:
-    """(width, height) ``get_image_by_fitz_doc`` renders a PIL page of ``width`` x ``height``
-    at: zoom z = 200/96, or 72/96 where a side of the first would exceed 4,500 px; each side
-    ⌈s·z⌉ (MuPDF rounds the page rectangle outwards, with its 0.001 tolerance)."""
-    for dpi in (RENDER_DPI, FALLBACK_DPI):
-        zoom = dpi / PIL_IMAGE_DPI
-        size = (math.ceil(width * zoom - 1e-3), math.ceil(height * zoom - 1e-3))
-        if max(size) <= MAX_RENDERED_SIDE:
-            break
-    return size
+def _mupdf_side(side: float, zoom: float) -> int:
+    """A side of ``side`` units rendered by MuPDF at ``zoom``: ⌈s·z⌉ (it rounds the page
+    rectangle outwards, with its 0.001 tolerance)."""
+    return math.ceil(side * zoom - 1e-3)
 
 
 def fitz_dpi(width_pt: float, height_pt: float) -> float:
     """The resolution ``fitz_doc_to_image`` renders a PDF page of that size (points) at: 200
-    dpi, or 72 where a side of the 200-dpi rendering (⌈s·200/72⌉, as MuPDF rounds) would exceed
-    4,500 px."""
+    dpi, or 72 where a side of the 200-dpi rendering would exceed 4,500 px."""
     zoom = RENDER_DPI / POINTS_PER_INCH
-    largest = max(math.ceil(side * zoom - 1e-3) for side in (width_pt, height_pt))
+    largest = max(_mupdf_side(side, zoom) for side in (width_pt, height_pt))
     return RENDER_DPI if largest <= MAX_RENDERED_SIDE else FALLBACK_DPI
+
+
+def rendered_size(width: int, height: int) -> tuple[int, int]:
+    """(width, height) ``get_image_by_fitz_doc`` renders a PIL page of ``width`` x ``height``
+    at: the page wrapped into a PDF at 96 dpi, rendered at its :func:`fitz_dpi` (zoom 200/96,
+    or 72/96 where a side would exceed 4,500 px)."""
+    points = (side * POINTS_PER_INCH / PIL_IMAGE_DPI for side in (width, height))
+    zoom = fitz_dpi(*points) / PIL_IMAGE_DPI
+    return _mupdf_side(width, zoom), _mupdf_side(height, zoom)
 
 
 def prepare_page(page: Image.Image) -> Image.Image:
