@@ -90,7 +90,7 @@ def table(timings: list[TargetTiming], total_s: float) -> str:
                                               for k in ("passed", "failed", "skipped"))))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))) for row in rows]
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=False))) for row in rows]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
 
@@ -107,7 +107,7 @@ def write_record(timings: list[TargetTiming], total_s: float) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     record = {
         "commit": commit_id(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "total_s": round(total_s, 1),
         "targets": [{k: v for k, v in asdict(t).items() if k != "status"} for t in timings],
     }
