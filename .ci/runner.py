@@ -90,7 +90,8 @@ def table(timings: list[TargetTiming], total_s: float) -> str:
                                               for k in ("passed", "failed", "skipped"))))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=False))) for row in rows]
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
 
