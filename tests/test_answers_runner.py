@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,8 +11,7 @@ from evalsuite.metrics.answers import expected_answer_found
 from evalsuite.metrics.repetition import is_degenerate, max_ngram_repeats
 from evalsuite.records import BenchmarkRecord
 from evalsuite.runner import MetricSpec, ResultCache, Sample, run_benchmark
-
-DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
+from tests.shared_data import DATA, needs_data
 
 
 @pytest.mark.parametrize(
@@ -53,7 +49,7 @@ def test_answer_bad_input():
         expected_answer_found("x", "x", rule="fuzzy")
 
 
-@pytest.mark.skipif(DATA is None, reason="EVALSUITE_DATA is not set")
+@needs_data("render_docs", "questions.json")
 def test_replay_reproduces_a_study_accuracy():
     """context_experiment_small_color_low_contrast.json reports text 93.3% and vision 70.0%."""
     import json

@@ -183,6 +183,9 @@ def test_degraded_engine_fails_the_gates_readably(tmp_path):
 @pytest.mark.e2e
 @needs_tesseract
 def test_parallel_run_gives_the_serial_scores(tmp_path):
+    """Slow (~54 s here): two child pytest runs of Fox and Surya detection on tesseract, serial
+    and -n 2, whose scores are compared; the serial run is the reference, and each benchmark has
+    one test that runs on the fixtures, so a single benchmark would leave a worker idle."""
     results = {}
     for label, extra in (("serial", ["-n", "0"]), ("parallel", ["-n", "2"])):
         report_dir = tmp_path / label
@@ -213,7 +216,10 @@ def test_parallel_run_gives_the_serial_scores(tmp_path):
 def test_every_benchmark_recorded_live_replays_to_the_same_scores(tmp_path):
     """--record under the tiny model, then --engine replay of that recording: every benchmark's
     every sample gets its own page's output back (the replay run, labelled as the live engine,
-    is gated against the live run's exact goldens), and the scores are equal."""
+    is gated against the live run's exact goldens), and the scores are equal.
+    Slow (~163 s here): two child pytest runs of all nine benchmarks at -n 2 and 3 samples each,
+    the tiny model's live run (recording, setting goldens) and the replay of its recording; a
+    smaller selection would leave benchmarks whose replayed requests never meet their recording."""
     golden, recording = tmp_path / "golden", tmp_path / "tiny.jsonl"
     common = ["benches", "--golden-dir", str(golden), "--max-samples", "3", "-n", "2"]
     live = run_pytest(*common, "--engine", "tiny-deepseek-ocr-2", "--record", str(recording),
@@ -278,6 +284,9 @@ def test_update_golden_writes_only_what_ran(tmp_path):
 
 @needs_tesseract
 def test_a_missing_golden_fails_writes_the_obtained_file_and_accepting_it_passes(tmp_path):
+    """Slow (~23 s here): two child pytest runs of the Fox pages on tesseract (failing without
+    goldens, then passing) around the pasted ``golden accept`` command; failing, accepting and
+    passing are the three steps a user takes, each run as the user runs it."""
     golden = tmp_path / "golden"
     shutil.copytree(REPO / "golden", golden)
     fox = json.loads((golden / "fox.json").read_text())
@@ -316,7 +325,10 @@ def run_hint(output: str, after: str) -> subprocess.CompletedProcess[str]:
 @needs_tesseract
 def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_path):
     """The hint keeps -p, --data-dir, --golden-dir and --report-dir: pasted in the directory
-    pytest was started in, it writes the goldens into the user's golden folder, not golden/."""
+    pytest was started in, it writes the goldens into the user's golden folder, not golden/.
+    Slow (~60 s here): three child pytest runs of the Fox pages on degraded-tesseract (failing
+    without goldens, the pasted update command, the rerun that passes); the pasted command is
+    what is tested, and only the rerun shows that its goldens went where the run reads them."""
     golden, data = tmp_path / "golden", tmp_path / "data"
     golden.mkdir()
     data.mkdir()
@@ -343,6 +355,10 @@ def test_the_printed_update_command_reproduces_the_invocation_when_pasted(tmp_pa
 @pytest.mark.e2e
 @needs_tesseract
 def test_served_engine_through_a_started_server_scores_like_the_engine_in_process(tmp_path):
+    """Slow (~80 s here): two child pytest runs of Fox, FinIX and Surya recognition on the tiny
+    model at batch size 1 and 4 samples each, in process (setting goldens) and at -n 2 through
+    one started ``evalsuite serve``; both sides must run the same samples unbatched, as the tiny
+    model's outputs change with a batch's padding."""
     golden = tmp_path / "golden"
     benches = ["benches/test_fox.py", "benches/test_finix.py", "benches/test_surya_recognition.py"]
     # batch size 1 on both sides: the random tiny model's greedy outputs change with the padding
@@ -406,7 +422,10 @@ def test_served_engine_through_a_started_server_scores_like_the_engine_in_proces
 def test_two_servers_split_a_run_and_score_like_one(tmp_path):
     """``--api-base`` twice: the requests of a ``-n 2`` run spread over both servers, the
     counts per server (summed over the workers) add up to the run's model calls, and the
-    scores and gates are those of a serial run against one server."""
+    scores and gates are those of a serial run against one server.
+    Slow (~104 s here): two ``evalsuite serve`` stand-ins (0.02 s a request) and three child
+    pytest runs of Fox and OmniDocBench (goldens set, a serial run gated on one server, the -n 2
+    run over both); the gated serial run is the reference, and it needs goldens set before it."""
     golden = tmp_path / "golden"
     benches = ["benches/test_fox.py", "benches/test_omnidocbench.py"]
     stand_in = "evalsuite.perf.serving:fixed_latency_engine"

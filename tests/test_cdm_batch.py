@@ -135,6 +135,10 @@ def test_formulas_that_leave_a_group_open_are_seen_before_the_run(body, balanced
 @pytest.mark.cdm
 @pytest.mark.parametrize("guess", [True, False], ids=["balance-guessed", "all-in-shared-runs"])
 def test_shared_runs_equal_one_run_per_formula(monkeypatch, guess) -> None:
+    """Slow (~24 s for balance-guessed here): the 20 stress formulas rendered twice, in shared
+    pdflatex runs (with those the runs refuse rendered alone) and by one pdflatex and Ghostscript
+    run each; the one-run-per-formula rendering is the reference, and each formula stresses
+    another way a shared run can go wrong."""
     if not guess:  # the log checks alone must keep unbalanced formulas out
         monkeypatch.setattr(batch, "looks_balanced", lambda job: True)
     jobs = [job for job in map(PREPARERS["1.6"], STRESS) if job is not None]

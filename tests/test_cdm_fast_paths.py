@@ -152,9 +152,9 @@ def test_one_page_is_not_copied_and_pages_of_another_kind_are_not_stacked() -> N
     ("log", "pages"),
     [
         ("...\nOutput written on batch.pdf (24 pages, 91234 bytes).\nSyncTeX", 24),
-        ("Output written on /tmp/cdm_batch_abc/batch.pdf (1 page, 5\n012 bytes).\n", 1),
-        ("Output written on /tmp/a-long-folder-name/that/wraps/over/the/seventy-nine/co\n"
-         "lumns/batch.pdf (13 pages, 4567 bytes).\n", 13),
+        ("Output written on cdm_batch_abc/batch.pdf (1 page, 5\n012 bytes).\n", 1),
+        ("Output written on a-long-folder-name/that/wraps/over/the/seventy-nine/columns/b\n"
+         "atch.pdf (13 pages, 4567 bytes).\n", 13),
         ("No pages of output.\n", 0),
         ("! Emergency stop.\n", 0),
     ],

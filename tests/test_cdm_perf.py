@@ -35,3 +35,30 @@ def test_without_the_official_tree_each_row_says_how_to_get_it(
         assert not result.passed and "\n" not in result.unavailable
         assert perf_cdm.SOURCE_VARIABLE in result.unavailable
         assert perf_cdm.PYTHON_VARIABLE in result.unavailable
+
+
+def test_the_official_tree_and_python_come_from_the_variables_or_the_reference_folders(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    variables = (perf_cdm.SOURCE_VARIABLE, perf_cdm.PYTHON_VARIABLE, perf_cdm.REFSRC_VARIABLE,
+                 perf_cdm.REFENV_VARIABLE)
+    for variable in variables:
+        monkeypatch.delenv(variable, raising=False)
+    perf_cdm.official_run.cache_clear()
+    try:
+        with pytest.raises(perf_cdm.BaselineUnavailable, match="not configured") as unset:
+            perf_cdm.official_run()
+    finally:
+        perf_cdm.official_run.cache_clear()
+    assert all(variable in str(unset.value) for variable in variables)
+    monkeypatch.setenv(perf_cdm.REFSRC_VARIABLE, str(tmp_path / "src"))
+    monkeypatch.setenv(perf_cdm.REFENV_VARIABLE, str(tmp_path / "env"))
+    source = perf_cdm.configured_path(
+        perf_cdm.SOURCE_VARIABLE, perf_cdm.REFSRC_VARIABLE, perf_cdm.REFSRC_NAME
+    )
+    assert source == tmp_path / "src" / "OmniDocBench-9dc1dec"
+    monkeypatch.setenv(perf_cdm.PYTHON_VARIABLE, str(tmp_path / "python"))
+    python = perf_cdm.configured_path(
+        perf_cdm.PYTHON_VARIABLE, perf_cdm.REFENV_VARIABLE, perf_cdm.REFENV_NAME
+    )
+    assert python == tmp_path / "python"

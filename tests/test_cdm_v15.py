@@ -183,6 +183,9 @@ def test_javascript_is_found_in_the_venv_before_the_variable(
 @pytest.mark.slow
 @pytest.mark.cdm
 def test_tokenizer_equals_official() -> None:
+    """Slow (~47 s here): one Node process of the official KaTeX normaliser per formula the
+    official code tokenized (up to 370, tables aside), two at a time; each is a recorded
+    official output, and one left out would go unchecked."""
     _needs("node")
     with ThreadPoolExecutor(max_workers=2) as pool:
         got = dict(zip(TOKENIZED, pool.map(katex_v15.tokenize_v15, TOKENIZED), strict=True))
@@ -192,7 +195,10 @@ def test_tokenizer_equals_official() -> None:
 @pytest.mark.slow
 @pytest.mark.cdm
 def test_pipeline_equals_official_box_for_box() -> None:
-    """Rendered boxes equal the official ones (Chinese only with Source Han Sans configured)."""
+    """Rendered boxes equal the official ones (Chinese only with Source Han Sans configured).
+    Slow (~171 s here): 64 of the 185 pairs (every CJK, failing, empty, tabular, symbol and long
+    one, and every 7th other), up to 128 formulas each tokenized, compiled by xelatex and
+    rasterised by Ghostscript, two at a time; fewer would leave those kinds' paths unchecked."""
     _needs("node", "xelatex", "gs")
     official_font = render_v15.cjk_font()[0] == render_v15.OFFICIAL_CJK_FONT
     sides = [

@@ -139,6 +139,9 @@ def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def all_renderings(render_cache: Path) -> dict[RenderJob, object]:
+    """Slow (~23 s here): every distinct official side of the 177 pairs rendered by pdflatex and
+    Ghostscript, in parallel, once a session; each is an official rendering to compare box for
+    box, and the cache it fills serves the two scoring tests after it."""
     jobs = list(
         dict.fromkeys(job for case in cases() for job in side_jobs(case) if job is not None)
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from evalsuite.datasets.quality import load_quality, quality_files
 from evalsuite.datasets.render_study import load_render_study
 from evalsuite.datasets.surya import load_detection, load_recognition, scale_box
 from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
+from tests.shared_data import DATA, needs_data
 
 FIXTURES = Path(__file__).parent / "fixtures"
-DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
-needs_data = pytest.mark.skipif(DATA is None, reason="EVALSUITE_DATA is not set")
 
 
 def test_fox_fixture_layout():
@@ -92,7 +90,7 @@ def test_finix_fixture_pages():
     assert pages and all(p.markdown for p in pages)
 
 
-@needs_data
+@needs_data()
 def test_real_samples_load():
     assert len(load_quality(quality_files(DATA / "quality")[0])[0].questions) == 5
     assert len(load_finewiki(DATA / "finewiki_like")) == 30

@@ -37,6 +37,9 @@ def run_documented(engine: str, golden: Path, reports: Path, *extra: str):
 @pytest.mark.e2e
 @needs_tesseract
 def test_the_documented_engine_sets_goldens_gates_and_catches_a_regression(tmp_path):
+    """Slow (~74 s here): three child pytest runs of the Fox and pages benches, one tesseract
+    process per page: the two commands docs/add_an_engine.md gives (goldens set, then gated) and
+    a degraded copy that must fail against the same goldens, which only the first run writes."""
     golden, reports = tmp_path / "my-golden", tmp_path / "reports"
     first = run_documented("my_ocr_engine:CommandLineOCR", golden, reports, "--update-golden")
     assert first.returncode == 0, first.stdout[-3000:]

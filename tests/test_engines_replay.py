@@ -17,6 +17,7 @@ from evalsuite.engines.replay import ReplayEngine, recordings_paths
 from evalsuite.errors import DatasetFormatError, EngineUnavailableError, MissingRecordingError
 from evalsuite.prompts import FREE_OCR, TEXT_CONDITION_MODE
 from evalsuite.tokens import VisionTokens
+from tests.shared_data import shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
 STUDY_SAMPLE = FIXTURES / "study_sample.jsonl"
@@ -287,13 +288,7 @@ def test_malformed_records_name_the_field(tmp_path, line, field):
 
 @pytest.fixture(scope="module")
 def real_recordings():
-    data = os.environ.get("EVALSUITE_DATA")
-    if not data:
-        pytest.skip("EVALSUITE_DATA is not set; the recorded DeepSeek-OCR outputs live there")
-    path = Path(data) / "deepseek_ocr_recordings" / "recordings.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    return path
+    return shared_data("deepseek_ocr_recordings", "recordings.jsonl")
 
 
 def test_real_recordings_every_line_is_served(real_recordings):

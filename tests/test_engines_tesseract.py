@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from evalsuite.engines.tesseract import OcrLine, TesseractEngine, parse_tsv_line
 from evalsuite.errors import EngineUnavailableError
 from evalsuite.metrics import box_iou, edit_precision
 from evalsuite.render import PRESETS, RenderConfig, render_text
+from tests.shared_data import shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
 PAGE_TEXT = (FIXTURES / "page.txt").read_text(encoding="utf-8")
@@ -98,10 +98,7 @@ def test_other_presets_stay_readable(engine, preset):
 
 @needs_binary
 def test_study_documents(engine):
-    data = os.environ.get("EVALSUITE_DATA")
-    if not data or not (Path(data) / "render_docs").is_dir():
-        pytest.skip("EVALSUITE_DATA with render_docs/ is not set; the seed study's documents")
-    for path in sorted((Path(data) / "render_docs").glob("*.txt")):
+    for path in sorted(shared_data("render_docs").glob("*.txt")):  # the seed study's documents
         text = path.read_text(encoding="utf-8")
         page = render_text(text, RenderConfig()).pages[0]
         # 0.85: Tesseract's text puts blank lines between the blocks it finds, and drops rules

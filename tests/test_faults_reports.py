@@ -123,6 +123,9 @@ def many_runs(folder: Path, count: int) -> Path:
 
 @pytest.mark.e2e
 def test_five_thousand_runs_in_bounded_time_and_page_size(tmp_path: Path) -> None:
+    """Slow (~90 s here): an ``evalsuite trend`` and an ``evalsuite report`` child process, each
+    reading a 5,000-run history written first; the bounds on their time and on the page's size
+    are for 5,000 runs, so a shorter history would not check them."""
     history = many_runs(tmp_path, MANY_RUNS)
     assert len(history.read_text(encoding="utf-8").splitlines()) == MANY_RUNS
     start = time.perf_counter()

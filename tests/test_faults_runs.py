@@ -49,6 +49,10 @@ def assert_trend_and_report_work(report_dir: Path, golden: Path, runs: int) -> N
 def test_interrupted_run_leaves_history_and_goldens_untouched(
     tmp_path: Path, sent: signal.Signals
 ) -> None:
+    """Slow (~13 s per signal here, ~67 s when the signalled run does not end and its 60 s wait
+    runs out): three child pytest runs of Fox on the fixed-text engine (goldens set, the run
+    signalled while it reads a page, the next run) and ``evalsuite trend`` and ``report``: the
+    first makes the files the signalled run must leave alone, the rest show them still usable."""
     golden, report_dir = tmp_path / "golden", tmp_path / "reports"
     done = run_benches(FOX, "--engine", FIXED_TEXT, "--update-golden", "--golden-dir", golden,
                        "--report-dir", report_dir)

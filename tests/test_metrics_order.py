@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalsuite.metrics.order import order_metrics, order_words
+from tests.shared_data import shared_data
 
 PROPERTY = settings(max_examples=120, deadline=None)
 FIXTURES = Path(__file__).parent / "fixtures" / "text_metrics"
@@ -260,10 +260,7 @@ def test_fixture_page_equals_biblicus_restated():
 
 
 def test_real_fox_page_equals_biblicus_restated():
-    data = os.environ.get("EVALSUITE_DATA")
-    if not data or not (Path(data) / "fox" / "en_1_gt.txt").is_file():
-        pytest.skip("EVALSUITE_DATA unset or without fox/en_1_gt.txt")
-    gt = (Path(data) / "fox" / "en_1_gt.txt").read_text(encoding="utf-8")
+    gt = shared_data("fox", "en_1_gt.txt").read_text(encoding="utf-8")
     lines = gt.splitlines()
     pred = "\n".join(lines[len(lines) // 2 :] + lines[: len(lines) // 2])  # columns swapped
     assert order_metrics(pred, gt) == biblicus_oracle(pred, gt)

@@ -9,7 +9,6 @@ minimum but adds the fractional rename costs in another order.
 from __future__ import annotations
 
 import json
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from evalsuite.perf.tables import (
     financial_table,
     restructured_table,
 )
+from tests.shared_data import shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tables"
 
@@ -319,11 +319,7 @@ def test_pubtabnet_like_fixture_records() -> None:
 
 
 def _pubtabnet_examples() -> list[dict[str, Any]]:
-    root = os.environ.get("EVALSUITE_DATA")
-    path = Path(root) / "pubtabnet" / "PubTabNet_Examples.jsonl" if root else None
-    if path is None or not path.is_file():
-        pytest.skip("EVALSUITE_DATA is unset or has no pubtabnet/PubTabNet_Examples.jsonl")
-    return load_records(path)
+    return load_records(shared_data("pubtabnet", "PubTabNet_Examples.jsonl"))
 
 
 def test_real_pubtabnet_examples() -> None:

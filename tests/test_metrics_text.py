@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import editdistance
@@ -25,6 +24,7 @@ from evalsuite.metrics.text import (
     overlap_score,
     overlap_score_exact,
 )
+from tests.shared_data import shared_data
 
 PROPERTY = settings(max_examples=120, deadline=None)
 FIXTURES = Path(__file__).parent / "fixtures" / "text_metrics"
@@ -303,10 +303,7 @@ def test_fox_metrics_on_fixture_page_equals_fox_scorer():
 
 
 def test_fox_metrics_on_real_fox_page():
-    data = os.environ.get("EVALSUITE_DATA")
-    if not data or not (Path(data) / "fox" / "en_1_gt.txt").is_file():
-        pytest.skip("EVALSUITE_DATA unset or without fox/en_1_gt.txt")
-    gt = (Path(data) / "fox" / "en_1_gt.txt").read_text(encoding="utf-8")
+    gt = shared_data("fox", "en_1_gt.txt").read_text(encoding="utf-8")
     words = gt.split()
     pred = " ".join(words[: len(words) * 3 // 4]).replace("the", "tne")
     assert fox_metrics(pred, gt) == fox_script_oracle(pred, gt, distance=editdistance.eval)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import string
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalsuite.metrics.words import word_metrics, word_tokens
+from tests.shared_data import shared_data
 
 PROPERTY = settings(max_examples=120, deadline=None)
 FIXTURES = Path(__file__).parent / "fixtures" / "text_metrics"
@@ -219,10 +219,7 @@ def test_fixture_page_equals_oracle():
 
 
 def test_ocrmetrics_examples_equal_oracle():
-    data = os.environ.get("EVALSUITE_DATA")
-    root = Path(data) / "ocrmetrics_examples" if data else None
-    if root is None or not root.is_dir():
-        pytest.skip("EVALSUITE_DATA unset or without ocrmetrics_examples/")
+    root = shared_data("ocrmetrics_examples")
     checked = 0
     for folder in sorted(path for path in root.iterdir() if path.is_dir()):
         gt = (folder / "gt.txt").read_text(encoding="utf-8")

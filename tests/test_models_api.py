@@ -456,7 +456,10 @@ def test_the_limiter_never_exceeds_either_limit_and_waits_no_longer_than_needed(
 def test_benches_run_and_gate_an_api_model_and_report_its_cost(name: str, tmp_path: Path) -> None:
     """``pytest benches -m "omnidocbench or olmocr_bench" --model NAME --api-base URL`` with
     the key in the provider's variable: goldens set, then gated; results.json has the run's
-    tokens and their cost at the given prices, and the summary says them."""
+    tokens and their cost at the given prices, and the summary says them.
+    Slow (~25 s per model here): two child pytest runs of both benches against a fake provider
+    (goldens set, then gated and costed); the gate needs the first run's goldens, and each model
+    has its own profile (key variable, decoding, version) to label and cost the run."""
     from evalsuite.records.results import read_results
 
     reports, golden = tmp_path / "reports", tmp_path / "golden"

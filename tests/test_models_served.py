@@ -344,7 +344,11 @@ def test_benches_run_and_gate_a_peer_with_no_code(name: str, tmp_path: Path) -> 
     """``pytest benches -m "omnidocbench or olmocr_bench" --model NAME --api-base URL`` on the
     fixtures: sets goldens, then gates against them; olmOCR-bench's scores equal scoring the
     converted pages it wrote with the official rules, and OmniDocBench's predictions are the
-    converted markdown."""
+    converted markdown.
+    Slow (~24-33 s per peer here): two child pytest runs of both benches against the peer's
+    fake server (goldens set, then gated), the olmOCR-bench PDFs rendered as its runner does;
+    each peer's profile (prompt, decoding, page rendering, conversion) is its own, so no case
+    stands for another, and the gate needs the first run's goldens."""
     from evalsuite.datasets.olmocr_bench import load_olmocr_bench
     from evalsuite.metrics.olmocr_bench import score_predictions
     from evalsuite.records.results import read_results

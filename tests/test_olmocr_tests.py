@@ -160,7 +160,10 @@ def test_trailing_repeats_equal_a_brute_force_count(text: str, max_size: int) ->
 @given(st.text(alphabet="ab*_<>/ibr\n\t —’", max_size=30))
 def test_normalize_text_is_idempotent_on_plain_text_and_leaves_no_whitespace_runs(text: str):
     once = normalize_text(text)
-    assert "  " not in once.replace("*", "").replace("_", "") or "*" in text or "_" in text
+    # whitespace runs collapse before tags and emphasis markers go (the official order), so a
+    # removed "<b>" between spaces leaves two (hypothesis found ' <b> ' -> '  ')
+    assert ("  " not in once.replace("*", "").replace("_", "")
+            or "*" in text or "_" in text or "<" in text)
     assert not re.search(r"\s\s", once) or "*" in text or "_" in text or "<" in text
     if not re.search(r"[*_<]", text):
         assert normalize_text(once) == once

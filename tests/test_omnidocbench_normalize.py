@@ -93,6 +93,8 @@ def test_generated_cases_equal_the_official_outputs(kind: str) -> None:
 
 @needs_latexml
 def test_generated_latex_tables_equal_the_official_latexml_outputs() -> None:
+    """Slow (~25 s here): one latexmlc process per generated LaTeX table (24), four at a time;
+    each table is an official LaTeXML output to match, and one left out would go unchecked."""
     cases = generated()["latex_table"]
     assert len(cases) >= 20
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -43,6 +43,10 @@ def test_fixture_has_formulas_scored_by_cdm() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("run", RUNS)
 def test_metric_result_equals_the_official_one(run: str) -> None:
+    """Slow (~42-54 s per run here): the run's whole v1.5 evaluation with the real CDM, both
+    sides of its display formulas tokenized in Node, compiled by xelatex and rasterised by
+    Ghostscript on two workers (kept for the leaderboard test in the same process); the official
+    result is of the whole run, compared leaf by leaf, so no page can be left out."""
     assert_same_metric_result(_evaluation(run).result, PAYLOAD["runs"][run]["metric_result"])
 
 

@@ -122,6 +122,9 @@ def run_records(tmp_path: Path) -> list:
 @pytest.mark.e2e
 @needs_tesseract
 def test_update_golden_then_gate_then_fail_a_degraded_engine(tmp_path: Path) -> None:
+    """Slow (~40 s here): three child pytest runs of the pages benchmark on the four fixture
+    pages (goldens set on tesseract, gated, a degraded copy failing); the gate and the failure
+    are against the goldens only the first run writes."""
     done = pages_run(tmp_path, "--update-golden")
     assert done.returncode == 0, done.stdout[-3000:]
     store = GoldenStore(tmp_path / "golden")
@@ -184,6 +187,9 @@ def test_a_page_set_without_a_table_sets_goldens_and_passes_with_teds_not_measur
 @pytest.mark.e2e
 @needs_tesseract
 def test_a_subset_run_is_never_gated_against_the_whole_sets_golden(tmp_path: Path) -> None:
+    """Slow (~49 s here): four child pytest runs of the pages benchmark on tesseract (the whole
+    set's goldens, a 2-page subset failing for want of its own, the subset's goldens, the subset
+    gated); each step reads the goldens the one before it left."""
     assert pages_run(tmp_path, "--update-golden").returncode == 0
     shutil.rmtree(tmp_path / "reports")
     subset = pages_run(tmp_path, "--max-samples", "2")
@@ -219,6 +225,9 @@ def test_subset_data_names_the_part_of_the_set() -> None:
 @pytest.mark.e2e
 @needs_tesseract
 def test_a_pdf_with_one_ground_truth_is_one_document_and_strays_are_noted(tmp_path: Path) -> None:
+    """Slow (~28 s here): three child pytest runs of the pages benchmark on tesseract over one
+    changed copy of the fixture folder (goldens set, --pages-strict, --max-samples 2); each
+    checks what another option makes of the same stray file and one-document PDF."""
     folder = copy_fixture(tmp_path)
     truth = (folder / "site_report.md").read_text()
     (folder / "site_report.md").write_text(truth.replace("\f", "\n\n"))

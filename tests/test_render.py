@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import struct
 import subprocess
@@ -26,6 +25,7 @@ from evalsuite.render import (
     render_markdown,
     render_text,
 )
+from tests.shared_data import shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "render"
 LETTER = (FIXTURES / "letter.txt").read_text(encoding="utf-8")
@@ -363,11 +363,7 @@ def test_save_and_layout(tmp_path):
 
 
 def render_docs() -> list[Path]:
-    root = os.environ.get("EVALSUITE_DATA")
-    folder = Path(root) / "render_docs" if root else None
-    if folder is None or not folder.is_dir():
-        pytest.skip("EVALSUITE_DATA is unset or has no render_docs/ (see /work/shared/data)")
-    return sorted(folder.glob("*.txt"))
+    return sorted(shared_data("render_docs").glob("*.txt"))
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -388,10 +384,7 @@ def test_seed_documents_render_every_word(name):
 
 
 def pubtabnet_records() -> list[dict]:
-    root = os.environ.get("EVALSUITE_DATA")
-    path = Path(root) / "pubtabnet" / "PubTabNet_Examples.jsonl" if root else None
-    if path is None or not path.is_file():
-        pytest.skip("EVALSUITE_DATA is unset or has no pubtabnet/ (see /work/shared/data)")
+    path = shared_data("pubtabnet", "PubTabNet_Examples.jsonl")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 

@@ -256,7 +256,10 @@ def test_the_dashboard_layout_fits_1280_px(
 @pytest.mark.e2e
 def test_the_dashboard_of_real_bench_runs_fits_1280_px(browser, tmp_path: Path) -> None:
     """Two real runs of the benches (as `make bench` makes them, on fewer samples), then the
-    dashboard `evalsuite report` would write for them."""
+    dashboard `evalsuite report` would write for them.
+    Slow (~92 s here): two child pytest runs of the Fox, render-configuration, Surya recognition
+    and pages benches on tesseract (2 samples each, goldens set), then Chromium measuring the
+    page; a single run would give the trend charts no line between runs to lay out."""
     from subprocess_runs import REPO, needs_tesseract, run_pytest
 
     if needs_tesseract.args[0]:

@@ -6,7 +6,6 @@ import argparse
 import csv
 import io
 import math
-import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from evalsuite.metrics import edit_precision, word_metrics
 from evalsuite.reports import compare
 from evalsuite.reports.compare import WordOptions, find_documents, rank_models
+from tests.shared_data import shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 COMPARE = FIXTURES / "compare"
@@ -123,10 +123,7 @@ def test_unusable_folders_are_reported(tmp_path: Path, capsys: pytest.CaptureFix
 def test_real_outputs_of_four_models_on_three_photos() -> None:
     """The OCR Metrics Evaluator's examples: one qwen2.5 file is spelled qwen2.5, the others
     qwen2_5; all four models cover all three documents."""
-    data = os.environ.get("EVALSUITE_DATA")
-    folder = Path(data) / "ocrmetrics_examples" if data else None
-    if folder is None or not folder.is_dir():
-        pytest.skip("EVALSUITE_DATA/ocrmetrics_examples is absent (set EVALSUITE_DATA)")
+    folder = shared_data("ocrmetrics_examples")
     with pytest.warns(UserWarning, match="qwen2.5_out.txt counted as model qwen2_5"):
         documents = find_documents(folder)
     results = rank_models(documents, WordOptions())
@@ -268,10 +265,7 @@ def test_the_real_deepseek_repetition_loop_is_flagged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """DeepSeek-OCR's 32 KB output on the Cymbeline page repeats its lines: flagged."""
-    data = os.environ.get("EVALSUITE_DATA")
-    folder = Path(data) / "ocrmetrics_examples" if data else None
-    if folder is None or not folder.is_dir():
-        pytest.skip("EVALSUITE_DATA/ocrmetrics_examples is absent (set EVALSUITE_DATA)")
+    folder = shared_data("ocrmetrics_examples")
     loop = folder / "1e0936a669a69c45" / "deepseek_out.txt"
     lines = [line for line in loop.read_text("utf-8").splitlines() if line.strip()]
     assert loop.stat().st_size > 30_000

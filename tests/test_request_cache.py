@@ -13,9 +13,8 @@ import pytest
 from evalsuite.engines.base import InferenceResult
 from evalsuite.records.results import read_results
 from evalsuite.request_cache import SharedResultCache
+from tests.shared_data import needs_data
 from tests.subprocess_runs import child_env, run_pytest
-
-DATA = Path(os.environ["EVALSUITE_DATA"]) if os.environ.get("EVALSUITE_DATA") else None
 
 
 def _compute_slowly(path: str, key: str, started: str, text: str, fail: bool) -> None:
@@ -101,10 +100,13 @@ def test_a_released_claim_can_be_claimed_again(tmp_path: Path) -> None:
     assert second.claim("k")
 
 
-@pytest.mark.skipif(DATA is None or not (DATA / "render_docs").is_dir(),
-                    reason="needs EVALSUITE_DATA with render_docs (make test sets it)")
 @pytest.mark.e2e
+@needs_data("render_docs")
 def test_two_workers_make_the_serial_runs_model_calls_and_scores(tmp_path: Path) -> None:
+    """Slow (~50 s here): two child pytest runs (serial, -n 2) of one Fox and one
+    render-configuration test, both rendering the render study's four documents, which tesseract
+    reads once per run; these two tests are the ones that share pages, and the serial run is the
+    reference for the -n 2 run's model calls and scores."""
     # the same study pages are read by a Fox test and a render-configuration test
     tests = ["benches/test_fox.py::test_fox_pages[tesseract-native-study]",
              "benches/test_render_configs.py::test_render_ocr"

