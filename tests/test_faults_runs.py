@@ -45,6 +45,14 @@ def assert_trend_and_report_work(report_dir: Path, golden: Path, runs: int) -> N
     assert page.stat().st_size > 0 and report.stderr == ""
 
 
+def sigint_as_from_a_terminal() -> None:
+    """In the child, before it starts: SIGINT unblocked and at its default action, as a shell
+    starts a command, whatever this test process inherited (a library in the worker may have
+    blocked or ignored it; a child started so would never see the Ctrl-C this test sends)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_interrupted_run_leaves_history_and_goldens_untouched(
     tmp_path: Path, sent: signal.Signals
@@ -66,8 +74,9 @@ def test_interrupted_run_leaves_history_and_goldens_untouched(
         pytest_command(FOX, "benches/test_render_configs.py", "--engine", FIXED_TEXT,
                        "--engine-label", "interrupted", "--update-golden", "--golden-dir", golden,
                        "--report-dir", report_dir),
-        cwd=REPO, env=bench_env(marker=str(marker), sleep="60"), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
+        cwd=REPO, env={**bench_env(marker=str(marker), sleep="60"), "PYTHONFAULTHANDLER": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=sigint_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
@@ -75,7 +84,12 @@ def test_interrupted_run_leaves_history_and_goldens_untouched(
             assert process.poll() is None and time.monotonic() < deadline, "run never started"
             time.sleep(0.05)
         process.send_signal(sent)
-        output, _ = process.communicate(timeout=60)
+        try:
+            output, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # where it hangs: faulthandler's dump on SIGABRT
+            process.send_signal(signal.SIGABRT)
+            output, _ = process.communicate(timeout=30)
+            pytest.fail(f"the signalled run did not end within 60 s:\n{output[-6000:]}")
     finally:
         process.kill()
     if sent == signal.SIGINT:  # pytest's own exit status for an interruption, nothing else
