@@ -23,6 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "envs"))
+from environment import cache_root  # noqa: E402  (envs/environment.py: one cache folder)
+
 TARGETS = ("test-all", "bench", "test-vllm", "test-vllm-cpu")
 """The make targets CI runs, in order (``test-all``: make test, test-e2e and test-cdm in one
 pytest session)."""
@@ -75,17 +78,23 @@ class Build:
     process: subprocess.Popen[bytes]
     log: Path
     start: float
-    ended: list[float] = field(default_factory=list)
-    """When the build ended (a watcher thread notes it): its row counts the build, not the wait."""
+    ended: float = 0.0
+    """When the build ended, noted by :attr:`watcher`: its row times the build, not the wait."""
+    watcher: threading.Thread = field(init=False)
 
-    def watch(self) -> None:
+    def __post_init__(self) -> None:
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def _watch(self) -> None:
         self.process.wait()
-        self.ended.append(time.monotonic())
+        self.ended = time.monotonic()
 
     def wait(self) -> TargetTiming:
         """Wait for the build; on failure print the tail of its log."""
-        status = self.process.wait()
-        seconds = (self.ended[0] if self.ended else time.monotonic()) - self.start
+        self.watcher.join()
+        status = self.process.returncode
+        seconds = self.ended - self.start
         if status:
             tail = self.log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
             print(f"CI: make {self.name} (background) failed with status {status}; its log ends:")
@@ -98,9 +107,7 @@ def start_build(name: str, log_dir: Path) -> Build:
     with log.open("wb") as kept:
         process = subprocess.Popen(["make", "--no-print-directory", name], cwd=ROOT,
                                    stdout=kept, stderr=subprocess.STDOUT, start_new_session=True)
-    build = Build(name, process, log, time.monotonic())
-    threading.Thread(target=build.watch, daemon=True).start()
-    return build
+    return Build(name, process, log, time.monotonic())
 
 
 def run_target(name: str, log_dir: Path) -> TargetTiming:
@@ -147,7 +154,7 @@ def commit_id() -> str:
 
 def write_record(timings: list[TargetTiming], total_s: float) -> Path:
     """Write ci-last.json atomically (a temporary file renamed over the old one)."""
-    folder = Path(os.environ.get("EVALSUITE_CACHE") or Path.home() / ".cache" / "evalsuite")
+    folder = cache_root()
     folder.mkdir(parents=True, exist_ok=True)
     record = {
         "commit": commit_id(),

@@ -168,9 +168,13 @@ def content_key(name: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def cache_root() -> Path:
+    """``$EVALSUITE_CACHE``, else ``~/.cache/evalsuite`` (CI's ci-last.json goes there too)."""
+    return Path(os.environ.get("EVALSUITE_CACHE") or Path.home() / ".cache" / "evalsuite")
+
+
 def cache_folder() -> Path:
-    base = os.environ.get("EVALSUITE_CACHE") or str(Path.home() / ".cache" / "evalsuite")
-    return Path(base) / "envs"
+    return cache_root() / "envs"
 
 
 def run(command: str, env: Path, **fill: str) -> None:
