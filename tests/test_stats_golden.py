@@ -16,9 +16,13 @@ from evalsuite.errors import GoldenError
 from evalsuite.golden import GoldenEntry, GoldenStore, diff_snapshots, gate_metric
 from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.stats import (
+    binomial_cdf,
+    binomial_sf,
     compare_mean,
     compare_proportion,
     mean_interval,
+    normal_quantile,
+    student_t_quantile,
     summarize_weighted_mean,
     wilson_interval,
 )
@@ -32,6 +36,26 @@ def test_wilson_interval_contains_the_share(pair):
     assert 0.0 <= low <= high <= 1.0
     if n:
         assert low - 1e-12 <= successes / n <= high + 1e-12
+
+
+probabilities = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 0.05, 0.95]),
+                          st.floats(0.0, 1.0, allow_nan=False))
+
+
+@given(st.integers(1, 5000).flatmap(lambda n: st.tuples(st.integers(-2, n + 2), st.just(n))),
+       probabilities)
+@settings(max_examples=500, deadline=None)
+def test_binomial_tails_are_scipy_stats_binom_to_the_bit(pair, p):
+    k, n = pair
+    assert binomial_cdf(k, n, p) == float(scipy_stats.binom.cdf(k, n, p))
+    assert binomial_sf(k, n, p) == float(scipy_stats.binom.sf(k, n, p))
+
+
+@given(st.floats(1e-12, 1 - 1e-12), st.integers(1, 10_000))
+@settings(max_examples=300, deadline=None)
+def test_quantiles_are_scipy_stats_to_the_bit(q, df):
+    assert normal_quantile(q) == float(scipy_stats.norm.ppf(q))
+    assert student_t_quantile(q, df) == float(scipy_stats.t.ppf(q, df))
 
 
 def test_wilson_interval_known_value():

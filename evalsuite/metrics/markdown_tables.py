@@ -27,8 +27,8 @@ from fractions import Fraction
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
-from scipy.optimize import linear_sum_assignment
 
+from evalsuite.metrics.assignment import linear_sum_assignment
 from evalsuite.metrics.markdown_blocks import Block, Cell
 from evalsuite.metrics.tables import teds
 

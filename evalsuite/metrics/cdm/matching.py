@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.spatial.distance import cdist
+
+from evalsuite.metrics.assignment import l1_distances, linear_sum_assignment
 
 COST_TOKEN, COST_POSITION, COST_ORDER = 1.0, 0.05, 0.15
 ROUND_PLACES = 3
@@ -183,7 +183,7 @@ def _relative_boxes(boxes: Sequence[Box], size: tuple[int, int]) -> np.ndarray:
 
 
 def _l1_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return cdist(a, b, "minkowski", p=1) / a.shape[-1]
+    return l1_distances(a, b) / a.shape[-1]
 
 
 def _order(count: int, scale: int) -> np.ndarray:

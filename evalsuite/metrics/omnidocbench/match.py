@@ -36,9 +36,9 @@ import numpy as np
 from bs4 import BeautifulSoup
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
-from scipy.optimize import linear_sum_assignment
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.metrics.assignment import linear_sum_assignment
 from evalsuite.metrics.omnidocbench.extract import PredictedElement
 from evalsuite.metrics.omnidocbench.normalize import (
     _Bs4v411TreeBuilder,

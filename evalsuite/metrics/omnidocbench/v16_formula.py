@@ -39,8 +39,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
-from scipy.optimize import linear_sum_assignment
 
+from evalsuite.metrics.assignment import linear_sum_assignment
 from evalsuite.metrics.omnidocbench.v16_cdm_variants import (
     build_matrix_cdm_variants,
     sanitize_formula_candidate,

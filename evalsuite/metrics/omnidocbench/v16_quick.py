@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from evalsuite.metrics.assignment import linear_sum_assignment
 from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES, MASK_COST, _cost_matrix
 from evalsuite.metrics.omnidocbench.mgam import MgamLine, MgamRow, match_lines
 from evalsuite.metrics.omnidocbench.v16_normalize import (
@@ -215,8 +216,6 @@ def match_simple_v16(
     is the unpaired predicted items themselves (officially they are cut into text lines); the
     page step does not read it. Only the table line types are implemented.
     """
-    from scipy.optimize import linear_sum_assignment
-
     field = "html" if line_type == "html_table" else None
     gt_kept = []
     for item in gt_items:
