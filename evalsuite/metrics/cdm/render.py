@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from evalsuite.confined import TEX_ARGUMENTS, file_size_limit, tex_environment
 from evalsuite.metrics.cdm.matching import TokenBox
 from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
 from evalsuite.metrics.cdm.preamble_format import format_arguments
@@ -44,6 +45,11 @@ CROP_PAD_PX = 8
 DPI = 200
 SMALLEST_PAPER = 1
 COMMAND_TIMEOUT_S = 30
+MAX_FORMULA_CHARS = 20_000
+"""Longest LaTeX side CDM renders (both versions); a longer one fails its side untypeset.
+Deviation: the official code tries it, for minutes to hours (v1.5's colouring is quadratic in
+the tokens: 32,000 characters take 30 s, a 1 MB prediction days). OmniDocBench's own display
+formulas are a few thousand characters at most."""
 CJK_FONT = "gkai"
 
 
@@ -116,13 +122,14 @@ def run_program(
     cwd: Path,
     timeout_s: float | None = None,
     env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> bool:
-    """Run a program in its own process group (environment ``env``, default ours); kill the
-    group after ``timeout_s`` (default COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when
-    it exits with status 0."""
+    """Run a program in its own process group (environment ``env``, default ours; ``preexec``
+    run in the child before it starts); kill the group after ``timeout_s`` (default
+    COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when it exits with status 0."""
     with subprocess.Popen(
         argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=env,
+        start_new_session=True, env=env, preexec_fn=preexec,
     ) as proc:
         try:
             return proc.wait(timeout=timeout_s or COMMAND_TIMEOUT_S) == 0
@@ -135,13 +142,17 @@ def run_program(
 def typeset(document: str, tex: Path, timeout_s: float | None = None) -> str:
     """Write ``document`` to ``tex``, run pdflatex on it in nonstopmode (from the preamble's
     dumped format where there is one) with its output beside it, and return its log ("" when
-    none was written). Raises RenderTimeoutError past ``timeout_s``."""
+    none was written). Raises RenderTimeoutError past ``timeout_s``.
+
+    Deviation from the official code, which runs pdflatex unconfined: the run is confined to
+    ``tex``'s folder (:mod:`evalsuite.confined`), so a formula that reads or writes a file
+    outside it (``\\input`` of a path, ``\\openout`` to ``..``) fails to compile."""
     tex.write_text(document, encoding="utf-8")
     work = tex.parent
     run_program(
-        [program_paths()["pdflatex"], *format_arguments(document), "-interaction=nonstopmode",
-         f"-output-directory={work}", str(tex)],
-        work, timeout_s=timeout_s,
+        [program_paths()["pdflatex"], *TEX_ARGUMENTS, *format_arguments(document),
+         "-interaction=nonstopmode", f"-output-directory={work}", str(tex)],
+        work, timeout_s=timeout_s, env=tex_environment(work), preexec=file_size_limit(),
     )
     log = tex.with_suffix(".log")
     return log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from evalsuite.confined import TEX_ARGUMENTS, file_size_limit, tex_environment
 from evalsuite.metrics.cdm.match_v15 import RenderedSide
 from evalsuite.metrics.cdm.render import ghostscript_pages, label_boxes, palette_colour
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
@@ -121,7 +122,11 @@ def document_v15(
 
 
 def _run(command: list[str], cwd: Path, timeout: float) -> None:
-    env = dict(os.environ, TMPDIR=str(cwd), TEXMFVAR=str(cwd), TEXMFCACHE=str(cwd), **cjk_font()[1])
+    """Run ``command`` in ``cwd`` to its end or ``timeout``, confined to ``cwd`` as TeX
+    (:mod:`evalsuite.confined`; Ghostscript reads the environment's TeX names as any other)."""
+    env = tex_environment(cwd, dict(os.environ, TMPDIR=str(cwd), TEXMFCACHE=str(cwd),
+                                    **cjk_font()[1]))
+    env["TEXMFVAR"] = str(cwd)
     with contextlib.suppress(subprocess.TimeoutExpired):
         subprocess.run(
             command,
@@ -132,6 +137,7 @@ def _run(command: list[str], cwd: Path, timeout: float) -> None:
             stderr=subprocess.DEVNULL,
             timeout=timeout,
             check=False,
+            preexec_fn=file_size_limit(),
         )
 
 
@@ -178,13 +184,18 @@ def token_boxes(rgb: np.ndarray, colour_count: int) -> list[list[int]]:
 
 
 def render_v15(document: str, tokens: list[str], colour_count: int) -> RenderedSide | None:
-    """Compile and rasterise ``document``; None when xelatex makes no PDF or it has 2+ pages."""
+    """Compile and rasterise ``document``; None when xelatex makes no PDF or it has 2+ pages.
+
+    Deviation from the official code, which runs xelatex unconfined: the run is confined to its
+    folder (:mod:`evalsuite.confined`), so a formula that reads or writes a file outside it
+    fails to compile."""
     with tempfile.TemporaryDirectory(prefix="cdm15_") as tmp:
         folder = Path(tmp)
         (folder / "formula.tex").write_text(document, encoding="utf-8")
         _run(
             [
                 program_paths("1.5")["xelatex"],
+                *TEX_ARGUMENTS,
                 "-interaction=nonstopmode",
                 f"-output-directory={folder}",
                 str(folder / "formula.tex"),

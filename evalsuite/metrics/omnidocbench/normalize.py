@@ -28,6 +28,7 @@ from bs4 import BeautifulSoup
 from bs4.builder._htmlparser import BeautifulSoupHTMLParser, HTMLParserTreeBuilder
 from pylatexenc.latex2text import LatexNodes2Text
 
+from evalsuite.confined import file_size_limit, latexml_arguments, latexml_environment
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
@@ -458,6 +459,10 @@ def latexmlc_tables(document: str, version: str, timeout_s: float | None = None)
     between the first ``<table…>`` and the last ``</table>`` of its output wrapped in
     ``<table>…</table>``; "" when latexmlc fails or runs past ``timeout_s`` seconds.
 
+    Deviation from the official code, which runs latexmlc unconfined: the run is confined to
+    its folder (:mod:`evalsuite.confined`), so a table that reads a file outside it (``\\input``
+    of a path) is converted without that file.
+
     Raises:
         LatexmlUnavailable: ``latexmlc`` is not on PATH (``version`` names the benchmark
             version in the message).
@@ -472,11 +477,13 @@ def latexmlc_tables(document: str, version: str, timeout_s: float | None = None)
     with tempfile.TemporaryDirectory(prefix="omnidocbench-latexml-") as tmp:
         source, dest = Path(tmp, "table.tex"), Path(tmp, "table.html")
         source.write_text(document, encoding="utf-8")
-        command = [latexmlc, "--quiet", "--nocomments", f"--log={tmp}/table.log"]
-        command += [str(source), f"--dest={dest}"]
+        command = [latexmlc, "--quiet", "--nocomments", *latexml_arguments(),
+                   f"--log={tmp}/table.log", str(source), f"--dest={dest}"]
         try:
             done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  timeout=timeout_s, check=False)
+                                  timeout=timeout_s, check=False, cwd=tmp,
+                                  env=latexml_environment(Path(tmp)),
+                                  preexec_fn=file_size_limit())
         except subprocess.TimeoutExpired:
             return ""
         if done.returncode != 0 or not dest.is_file():

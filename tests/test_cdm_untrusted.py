@@ -1,0 +1,256 @@
+"""Hostile formulas and tables: CDM's TeX runs (pdflatex for v1.6, xelatex for v1.5) and
+LaTeXML (LaTeX tables) read and write nothing outside their own folder, run no shell command and
+stop in bounded time; through ``evalsuite score cdm`` and ``evalsuite score omnidocbench``, each
+traced with strace.
+
+The oracle is the system calls themselves: every file any process of the command opens is
+traced, and the sentinel file the formulas aim at must never be opened (with the distribution's
+defaults pdflatex opens it, by absolute path and through ``..``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalsuite.metrics.cdm import cdm_scores
+from evalsuite.metrics.cdm import render as render_mod
+
+pytestmark = pytest.mark.cdm
+
+SENTINEL_TEXT = "SENTINEL-5b1e0c9d"
+LEAVE = r"x\label{{}} "
+"""A prefix the v1.6 tokenizer cannot split: the rest reaches TeX unchanged."""
+
+
+def hostile_formulas(sentinel: Path, outside: Path) -> dict[str, str]:
+    """Formula id -> a prediction that tries to read ``sentinel`` or to write beside it
+    (``outside``); run folders are two levels below ``sentinel``'s folder."""
+    relative = f"../../{sentinel.name}"
+    return {
+        "openin": LEAVE + rf"\openin15={sentinel}\relax\read15to\l\l",
+        "openin-relative": LEAVE + rf"\openin15={relative}\relax\read15to\l\l",
+        "input": LEAVE + rf"\input{{{sentinel}}}",
+        "input-relative": LEAVE + rf"\input{{{relative}}}",
+        "include": LEAVE + rf"\include{{{sentinel.with_suffix('')}}}",
+        "usepackage": LEAVE + rf"\usepackage{{{sentinel.with_suffix('')}}}",
+        "openout": LEAVE + rf"\immediate\openout15={outside / 'written.txt'}"
+                           r"\immediate\write15{hi}\immediate\closeout15",
+        "openout-relative": LEAVE + r"\immediate\openout15=../../written-relative.txt"
+                                    r"\immediate\write15{hi}\immediate\closeout15",
+        "write18": LEAVE + rf"\immediate\write18{{touch {outside / 'shell-ran'}}}",
+        "megabyte": "x+" * 500_000 + "y",  # past MAX_FORMULA_CHARS: fails untypeset
+    }
+
+
+ORDINARY = {"same": ("x^{2}+y", "x^{2}+y"), "different": ("a+b=c", "a-b=c")}
+
+
+def strace() -> str:
+    found = shutil.which("strace")
+    if found is None:
+        pytest.fail("strace is not on PATH: `make system-deps` (apt-get install strace)")
+    return found
+
+
+def traced(command: list[str], folder: Path, env: dict[str, str]) -> tuple[
+        subprocess.CompletedProcess[str], list[str]]:
+    """Run ``command`` under ``strace -f`` (file opens and creations of every process); the
+    result and the traced lines."""
+    log = folder / "strace.log"
+    done = subprocess.run(
+        [strace(), "-f", "-qq", "-e", "trace=open,openat,creat,rename,renameat,renameat2,link,"
+         "symlink,mkdir", "-o", str(log), *command],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    return done, log.read_text(errors="replace").splitlines()
+
+
+def setting(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """(sentinel, outside folder, run folders' parent, child environment): TeX's run folders
+    are made in ``runs`` (TMPDIR), two levels below the sentinel."""
+    sentinel = tmp_path / "sentinel.tex"
+    sentinel.write_text(SENTINEL_TEXT + "\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = {**os.environ, "TMPDIR": str(runs), "EVALSUITE_CDM_CACHE": str(tmp_path / "cache"),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    return sentinel, outside, runs, env
+
+
+def assert_confined(lines: list[str], tmp_path: Path, sentinel: Path, outside: Path,
+                    kept: list[str]) -> None:
+    """No traced call names the sentinel; nothing was created in ``outside`` or beside the
+    sentinel; the sentinel's text is in none of ``kept`` (the outputs) nor in any file left
+    under ``tmp_path``."""
+    touching = [line for line in lines if sentinel.name in line or sentinel.stem in line]
+    assert touching == [], touching[:5]
+    assert sorted(path.name for path in outside.iterdir()) == []
+    assert not (tmp_path / "written-relative.txt").exists()
+    for text in kept:
+        assert SENTINEL_TEXT not in text
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path != sentinel:
+            assert SENTINEL_TEXT.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("version", ["1.5", "1.6"])
+def test_score_cdm_confines_tex_to_its_folder(version: str, tmp_path: Path) -> None:
+    """Slow (~15 s per version here): every hostile formula and two ordinary pairs through one
+    ``evalsuite score cdm`` run under strace."""
+    sentinel, outside, _, env = setting(tmp_path)
+    hostile = hostile_formulas(sentinel, outside)
+    pairs = tmp_path / "pairs.jsonl"
+    with pairs.open("w") as out:
+        for key, prediction in hostile.items():
+            out.write(json.dumps({"id": key, "gt": "x", "pred": prediction}) + "\n")
+        for key, (gt, prediction) in ORDINARY.items():
+            out.write(json.dumps({"id": key, "gt": gt, "pred": prediction}) + "\n")
+    started = time.monotonic()
+    done, lines = traced([sys.executable, "-m", "evalsuite", "score", "cdm", "--version",
+                          version, "--pairs", str(pairs), "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 300
+    assert any("pdflatex" in line or "xelatex" in line for line in lines)  # TeX was traced
+    scores = json.loads(done.stdout)["pairs"]
+    assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
+    for key in hostile:  # each fails its own formula
+        assert scores[key]["F1_score"] == 0, (key, scores[key])
+    # the ordinary pairs score as they do alone
+    alone = cdm_scores(list(ORDINARY.values()), version=version, cache_dir=tmp_path / "alone")
+    assert [scores[key]["F1_score"] for key in ORDINARY] == [s.F1_score for s in alone]
+    assert scores["same"]["F1_score"] == 1
+
+
+def test_omnidocbench_display_formulas_are_confined(tmp_path: Path) -> None:
+    """Slow (~15 s here): a v1.6 page run whose display formulas are the hostile ones, with
+    CDM, under strace."""
+    sentinel, outside, _, env = setting(tmp_path)
+    gt, pred = tmp_path / "OmniDocBench.json", tmp_path / "pred"
+    pred.mkdir()
+    pages = []
+    for index, formula in enumerate(hostile_formulas(sentinel, outside).values()):
+        name = f"page{index}"
+        pages.append({
+            "layout_dets": [{
+                "category_type": "equation_isolated", "ignore": False, "anno_id": 0,
+                "order": 1, "poly": [50.0, 90.0, 750.0, 90.0, 750.0, 120.0, 50.0, 120.0],
+                "latex": "$$\nx\n$$", "attribute": {"formula_type": "print"}}],
+            "page_info": {"page_no": index, "height": 1100, "width": 800,
+                          "image_path": f"{name}.jpg",
+                          "page_attribute": {"data_source": "academic_literature",
+                                             "language": "english", "layout": "single_column",
+                                             "special_issue": []}},
+            "extra": {"relation": []},
+        })
+        (pred / f"{name}.md").write_text(f"$$\n{formula}\n$$\n")
+    gt.write_text(json.dumps(pages))
+    done, lines = traced([sys.executable, "-m", "evalsuite", "score", "omnidocbench",
+                          "--version", "1.6", "--gt", str(gt), "--pred", str(pred), "--json"],
+                         tmp_path, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert any("pdflatex" in line for line in lines)
+    assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
+    assert json.loads(done.stdout)["overall"]["display_formula_cdm"] == 0
+
+
+TABLE_GT = {
+    "category_type": "table", "ignore": False, "anno_id": 0, "order": 1,
+    "poly": [50.0, 50.0, 750.0, 50.0, 750.0, 80.0, 50.0, 80.0],
+    "html": "<table><tr><td>A</td><td>B</td></tr><tr><td>1</td><td>2</td></tr></table>",
+    "latex": "\\begin{tabular}{cc}\nA & B \\\\\n1 & 2 \\\\\n\\end{tabular}",
+    "attribute": {"language": "table_en", "line": "full_line", "with_span": False,
+                  "include_equation": False, "include_background": False,
+                  "include_photo": False, "table_layout": "horizontal",
+                  "with_structured_text": False},
+}
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.6"])
+def test_latex_tables_cannot_read_outside_latexmls_folder(version: str, tmp_path: Path) -> None:
+    """Slow (~10 s here): LaTeX table predictions that ``\\input`` the sentinel (absolute, and
+    through ``..``) or ``\\usepackage`` it, converted by LaTeXML in a page run under strace;
+    an ordinary table on the same run converts as before."""
+    sentinel, outside, _, env = setting(tmp_path)
+    gt, pred = tmp_path / "OmniDocBench.json", tmp_path / "pred"
+    pred.mkdir()
+    cells = [rf"\input{{{sentinel}}}", rf"\input{{../../{sentinel.name}}}",
+             rf"\usepackage{{{sentinel.with_suffix('')}}}x", "1"]
+    pages = []
+    for index, cell in enumerate(cells):
+        pages.append({"layout_dets": [TABLE_GT], "extra": {"relation": []}, "page_info": {
+            "page_no": index, "height": 1100, "width": 800, "image_path": f"t{index}.jpg",
+            "page_attribute": {"data_source": "academic_literature", "language": "english",
+                               "layout": "single_column", "special_issue": []}}})
+        (pred / f"t{index}.md").write_text(
+            f"\\begin{{tabular}}{{cc}}\nA & B \\\\\n{cell} & 2 \\\\\n\\end{{tabular}}\n")
+    gt.write_text(json.dumps(pages))
+    done, lines = traced([sys.executable, "-m", "evalsuite", "score", "omnidocbench",
+                          "--version", version, "--no-cdm", "--gt", str(gt), "--pred", str(pred),
+                          "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert any("latexml" in line for line in lines)  # LaTeXML was traced
+    assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
+    teds = {stem: page["table_teds"] for stem, page in json.loads(done.stdout)["pages"].items()}
+    assert teds["t3"] == 1  # the ordinary table, equal to its ground truth
+
+
+def test_a_formula_that_never_ends_is_stopped_at_the_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A formula that loops forever fails its side once pdflatex's time limit is up (2 s here
+    instead of the official 30 s); the other pair scores."""
+    from evalsuite.metrics.cdm import batch
+
+    for module in (render_mod, batch):
+        monkeypatch.setattr(module, "COMMAND_TIMEOUT_S", 2)
+    started = time.monotonic()
+    scores = cdm_scores([("x", r"\def\a{\a}\a"), ("x", "x")], version="1.6",
+                        cache_dir=tmp_path / "cache")
+    assert time.monotonic() - started < 30
+    assert [s.F1_score for s in scores] == [0, 1]
+
+
+def test_the_length_limit_fails_only_what_is_longer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the limit at 9 characters, a 9-character side is typeset as before and a
+    10-character one fails."""
+    import evalsuite.metrics.cdm as cdm
+
+    monkeypatch.setattr(cdm, "MAX_FORMULA_CHARS", 9)
+    scores = cdm_scores([("x^{2}+y+z", "x^{2}+y+z"), ("x^{2}+y+zw", "x^{2}+y+zw")],
+                        version="1.6", cache_dir=tmp_path / "cache")
+    assert [s.F1_score for s in scores] == [1, 0]
+
+
+def test_the_tex_environment_is_paranoid_and_private(tmp_path: Path) -> None:
+    from evalsuite.confined import TEX_ARGUMENTS, file_size_limit, tex_environment
+
+    env = tex_environment(tmp_path, {"PATH": "/bin", "openin_any": "a"})
+    assert env["openin_any"] == env["openout_any"] == "p" and env["shell_escape"] == "f"
+    assert env["TEXMFOUTPUT"] == str(tmp_path) and env["PATH"] == "/bin"
+    assert Path(env["TEXMFVAR"]).parent == tmp_path
+    assert "-no-shell-escape" in TEX_ARGUMENTS
+    with pytest.raises(ValueError, match="positive"):
+        file_size_limit(0)
+    # a child writing past the size limit is stopped by SIGXFSZ
+    done = subprocess.run(["sh", "-c", "head -c 4096 /dev/zero > big"],
+                          cwd=tmp_path, preexec_fn=file_size_limit(1024), check=False)
+    assert done.returncode != 0 and (tmp_path / "big").stat().st_size <= 1024
+
+
+def test_strace_lines_name_what_they_open(tmp_path: Path) -> None:
+    """The oracle itself: a process that opens the sentinel shows in the trace."""
+    sentinel, _, _, env = setting(tmp_path)
+    _, lines = traced([sys.executable, "-c", f"open({str(sentinel)!r}).read()"], tmp_path, env)
+    assert any(re.search(re.escape(str(sentinel)), line) for line in lines)
