@@ -13,9 +13,10 @@ A prediction is untrusted input: TeX given ``\\input{/etc/passwd}``, ``\\openin`
   and the side fails), beside each caller's time limit.
 
 LaTeXML (OmniDocBench's LaTeX tables) has no such modes: it is started with a binding of the
-suite's own preloaded (``confined_latexml.ltxml``) that refuses every file lookup of the document
-with a ``..`` component or an absolute name outside the run's folder, the TeX tree and LaTeXML's
-installation; its kpathsea lookups are paranoid as TeX's.
+suite's own preloaded (``confined_latexml.ltxml``): a file it finds for the document must
+resolve (links followed) below the run's folder, the TeX tree or LaTeXML's installation; a name
+with a ``..`` component or a leading ``-`` (which kpsewhich would take as an option) is refused
+before any lookup, and no source is read from a URL.
 
 Set through the environment and the command line only: no system file is read differently or
 changed.

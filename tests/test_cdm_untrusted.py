@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from evalsuite.metrics.cdm import render as render_mod
 pytestmark = pytest.mark.cdm
 
 SENTINEL_TEXT = "SENTINEL-5b1e0c9d"
+WRITE18_PROBE = "evalsuite-write18-probe"
 LEAVE = r"x\label{{}} "
 """A prefix the v1.6 tokenizer cannot split: the rest reaches TeX unchanged."""
 
@@ -45,7 +47,8 @@ def hostile_formulas(sentinel: Path, outside: Path) -> dict[str, str]:
                            r"\immediate\write15{hi}\immediate\closeout15",
         "openout-relative": LEAVE + r"\immediate\openout15=../../written-relative.txt"
                                     r"\immediate\write15{hi}\immediate\closeout15",
-        "write18": LEAVE + rf"\immediate\write18{{touch {outside / 'shell-ran'}}}",
+        # kpsewhich is on Debian's list of commands a restricted shell escape may run
+        "write18": LEAVE + rf"\immediate\write18{{kpsewhich {WRITE18_PROBE}}}",
         "megabyte": "x+" * 500_000 + "y",  # past MAX_FORMULA_CHARS: fails untypeset
     }
 
@@ -66,8 +69,8 @@ def traced(command: list[str], folder: Path, env: dict[str, str]) -> tuple[
     result and the traced lines."""
     log = folder / "strace.log"
     done = subprocess.run(
-        [strace(), "-f", "-qq", "-e", "trace=open,openat,creat,rename,renameat,renameat2,link,"
-         "symlink,mkdir", "-o", str(log), *command],
+        [strace(), "-f", "-qq", "-s", "256", "-e", "trace=open,openat,creat,rename,renameat,"
+         "renameat2,link,symlink,mkdir,execve,connect", "-o", str(log), *command],
         capture_output=True, text=True, env=env, timeout=600,
     )
     return done, log.read_text(errors="replace").splitlines()
@@ -89,10 +92,11 @@ def setting(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
 
 def assert_confined(lines: list[str], tmp_path: Path, sentinel: Path, outside: Path,
                     kept: list[str]) -> None:
-    """No traced call names the sentinel; nothing was created in ``outside`` or beside the
-    sentinel; the sentinel's text is in none of ``kept`` (the outputs) nor in any file left
-    under ``tmp_path``."""
-    touching = [line for line in lines if sentinel.name in line or sentinel.stem in line]
+    """No traced call names the sentinel or runs the shell-escape probe; nothing was created in
+    ``outside`` or beside the sentinel; the sentinel's text is in none of ``kept`` (the outputs)
+    nor in any file left under ``tmp_path``."""
+    touching = [line for line in lines if sentinel.name in line or sentinel.stem in line
+                or WRITE18_PROBE in line]
     assert touching == [], touching[:5]
     assert sorted(path.name for path in outside.iterdir()) == []
     assert not (tmp_path / "written-relative.txt").exists()
@@ -120,7 +124,8 @@ def test_score_cdm_confines_tex_to_its_folder(version: str, tmp_path: Path) -> N
                           version, "--pairs", str(pairs), "--json"], tmp_path, env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert time.monotonic() - started < 300
-    assert any("pdflatex" in line or "xelatex" in line for line in lines)  # TeX was traced
+    assert any("execve" in line and ("pdflatex" in line or "xelatex" in line)
+               for line in lines)  # TeX was traced
     scores = json.loads(done.stdout)["pairs"]
     assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
     for key in hostile:  # each fails its own formula
@@ -158,7 +163,7 @@ def test_omnidocbench_display_formulas_are_confined(tmp_path: Path) -> None:
                           "--version", "1.6", "--gt", str(gt), "--pred", str(pred), "--json"],
                          tmp_path, env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert any("pdflatex" in line for line in lines)
+    assert any("execve" in line and "pdflatex" in line for line in lines)
     assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
     assert json.loads(done.stdout)["overall"]["display_formula_cdm"] == 0
 
@@ -177,14 +182,20 @@ TABLE_GT = {
 
 @pytest.mark.parametrize("version", ["1.0", "1.6"])
 def test_latex_tables_cannot_read_outside_latexmls_folder(version: str, tmp_path: Path) -> None:
-    """Slow (~10 s here): LaTeX table predictions that ``\\input`` the sentinel (absolute, and
-    through ``..``) or ``\\usepackage`` it, converted by LaTeXML in a page run under strace;
-    an ordinary table on the same run converts as before."""
+    """Slow (~10 s here): LaTeX table predictions that ``\\input`` the sentinel (absolute,
+    through ``..``, as a kpsewhich option), include it as a graphic or input a URL, converted by
+    LaTeXML in a page run under strace; an ordinary table on the same run converts as before."""
     sentinel, outside, _, env = setting(tmp_path)
     gt, pred = tmp_path / "OmniDocBench.json", tmp_path / "pred"
     pred.mkdir()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
     cells = [rf"\input{{{sentinel}}}", rf"\input{{../../{sentinel.name}}}",
-             rf"\usepackage{{{sentinel.with_suffix('')}}}x", "1"]
+             rf"\input{{-expand-var={sentinel}}}", rf"\includegraphics{{{sentinel}}}",
+             rf"\input{{http://127.0.0.1:{port}/x.tex}}", "1"]
     pages = []
     for index, cell in enumerate(cells):
         pages.append({"layout_dets": [TABLE_GT], "extra": {"relation": []}, "page_info": {
@@ -198,10 +209,13 @@ def test_latex_tables_cannot_read_outside_latexmls_folder(version: str, tmp_path
                           "--version", version, "--no-cdm", "--gt", str(gt), "--pred", str(pred),
                           "--json"], tmp_path, env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert any("latexml" in line for line in lines)  # LaTeXML was traced
+    assert any("execve" in line and "latexmlc" in line for line in lines)  # LaTeXML was traced
     assert_confined(lines, tmp_path, sentinel, outside, [done.stdout, done.stderr])
     teds = {stem: page["table_teds"] for stem, page in json.loads(done.stdout)["pages"].items()}
-    assert teds["t3"] == 1  # the ordinary table, equal to its ground truth
+    assert teds[f"t{len(cells) - 1}"] == 1  # the ordinary table, equal to its ground truth
+    with pytest.raises(BlockingIOError):  # LaTeXML never connected to the URL
+        listener.accept()
+    listener.close()
 
 
 def test_a_formula_that_never_ends_is_stopped_at_the_time_limit(
