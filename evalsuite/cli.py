@@ -9,6 +9,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from evalsuite.textformat import echo
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("evalsuite.single_image", "run an engine on one page image and score it"),
     "finix": ("evalsuite.finix", "score a directory of markdown predictions (FinixDocBench)"),
@@ -53,7 +55,7 @@ def print_warning(
 ) -> None:
     """A warning as the commands print it: ``warning: <message>`` on stderr, one line per
     warning, without the Python source location (the message names the file concerned)."""
-    print(f"warning: {message}", file=sys.stderr)
+    echo(f"warning: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from evalsuite.metrics.markdown import (
     evaluate_dirs,
 )
 from evalsuite.records.atomic import atomic_write_json
-from evalsuite.textformat import significant
+from evalsuite.textformat import echo, significant
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         atomic_write_json(args.output_json, result)
     except OSError as error:
-        print(f"error: cannot write {args.output_json}: {error}", file=sys.stderr)
+        echo(f"error: cannot write {args.output_json}: {error}", file=sys.stderr)
         return 1
     if not result["success"]:
-        print(f"error: {result['error']}", file=sys.stderr)
+        echo(f"error: {result['error']}", file=sys.stderr)
         return 1
-    print(summary_line(result, elapsed, args.output_json))
+    echo(summary_line(result, elapsed, args.output_json))
     return 0
 
 

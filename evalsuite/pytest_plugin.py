@@ -47,6 +47,7 @@ from evalsuite.plugin.server import (
 )
 from evalsuite.plugin.session import OPTIONS_KEY, RUN_ID_KEY, WORKER_RUN_ID, WORKER_SERVER
 from evalsuite.records.metadata import new_run_id
+from evalsuite.textformat import terminal_text
 from evalsuite.tokens import count_with_checkpoint
 
 __all__ = ["bench"]
@@ -120,11 +121,12 @@ def _provide_server(config: pytest.Config, benchmarks: list[Benchmark], run_dir:
     try:
         plan = _server_plan(config, options, reporter)
         if reporter is not None:
-            reporter.write_line(f"evalsuite: starting the model server: {plan.command}")
+            reporter.write_line(
+                terminal_text(f"evalsuite: starting the model server: {plan.command}"))
         server = start_server(plan, run_dir / "server.log")
     except ServerStartError as exc:
         if reporter is not None:
-            reporter.write_line(f"evalsuite: {exc}\n{exc.log_tail}", red=True)
+            reporter.write_line(terminal_text(f"evalsuite: {exc}\n{exc.log_tail}"), red=True)
         config.stash[OPTIONS_KEY] = replace(options, server_error=str(exc))
         return
     config.add_cleanup(server.stop)

@@ -21,7 +21,7 @@ from typing import Any
 
 from evalsuite.images import add_max_image_pixels_argument
 from evalsuite.prompts import FREE_OCR
-from evalsuite.textformat import format_table, significant
+from evalsuite.textformat import echo, format_table, significant
 
 DEFAULT_PROMPT = FREE_OCR
 DEFAULT_ENGINE = "deepseek-ocr"
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2, default=str))
     else:
-        print(format_report(report))
+        echo(format_report(report))
     if report.get("error"):
         _fail(f"engine {args.engine!r} failed on {args.image}: {report['error']}")
         return 1
@@ -533,4 +533,4 @@ def _number(value: Any, missing: str = "n/a") -> str:
 
 
 def _fail(message: str) -> None:
-    print(f"evalsuite eval: error: {' '.join(message.split())}", file=sys.stderr)
+    echo(f"evalsuite eval: error: {' '.join(message.split())}", file=sys.stderr)

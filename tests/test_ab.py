@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,9 @@ from tests.shared_data import needs_data, shared_data
 from tests.subprocess_runs import child_env, run_evalsuite, run_pytest
 
 DEGRADED_RECORD = "mode=small,config=color_blue,condition=vision"
-DEGRADED_OUTPUT = "the page is unreadable"
+DEGRADED_OUTPUT = "the page is unreadable \x1b[2J\x1b]0;pwned\x07\x9b31m"
+"""A wrong answer that would clear the screen, retitle the window and colour the terminal if it
+were printed raw (no letter a choice parser could take)."""
 DEGRADED_COUNT = 12
 
 pairs_of_outcomes = st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=60)
@@ -338,6 +341,8 @@ def two_runs(tmp_path_factory):
     cand = _pytest("--recordings", str(edited), "--run-name", "cand",
                    "--report-dir", str(reports))
     assert cand.returncode == 1, cand.stdout[-3000:]  # its golden gate fails, as it should
+    assert "\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m" in cand.stdout  # the gate's worst samples
+    assert not any(unicodedata.category(ch) == "Cc" for ch in cand.stdout.replace("\n", ""))
     cand_path = next(p for p in reports.glob("*/results.json") if p != base_path)
     return {"reports": reports, "base": base_path, "cand": cand_path, "degraded": degraded,
             "recordings": recordings}
@@ -391,6 +396,8 @@ def test_ab_terminal_table_names_the_regression_and_diffs_the_outputs(two_runs):
     assert done.returncode == 0, done.stderr  # without --fail-on-regression
     assert "REGRESSED" in done.stdout and "McNemar exact (b=12, c=0)" in done.stdout
     assert "+ candidate only: " in done.stdout and "page unreadable" in done.stdout
+    assert "\\x1b" in done.stdout and "pwned\\x07\\x9b31m" in done.stdout  # shown, not acted on
+    assert not any(unicodedata.category(ch) == "Cc" for ch in done.stdout.replace("\n", ""))
     assert "1 significant regression(s)" in done.stdout
 
 

@@ -173,7 +173,10 @@ def test_health_version_and_models(client) -> None:
     assert version["server"] == "evalsuite serve"
     assert version["per_request_mode"] is True
     assert version["keyed_outputs"] is False
-    assert [m["id"] for m in client.get("/v1/models").json()["data"]] == ["echo"]
+    assert version["modes"] == ["gundam", "base"] and version["model_family"] is None
+    (card,) = client.get("/v1/models").json()["data"]
+    assert card["id"] == "echo"
+    assert card["modes"] == ["gundam", "base"] and card["model_family"] is None
 
 
 def test_default_mode_is_one_the_engine_has() -> None:

@@ -16,7 +16,7 @@ from evalsuite.benchmarks import Benchmark, DataSource, all_benchmarks, load_dec
 from evalsuite.datasets import DATA_ENV, data_root
 from evalsuite.datasets.fetch import FetchResult, FetchSpec, HubRows, fetch, read_manifest
 from evalsuite.errors import EvalsuiteError
-from evalsuite.textformat import format_table, shorten
+from evalsuite.textformat import echo, format_table, shorten
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,30 +48,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     root = data_root(args.data_dir)
     if args.action == "list":
-        print(list_text(all_benchmarks(), root, shutil.get_terminal_size((100, 24)).columns))
+        echo(list_text(all_benchmarks(), root, shutil.get_terminal_size((100, 24)).columns))
         return 0
     if root is None:
-        print(f"evalsuite data: pass --data-dir or set {DATA_ENV}", file=sys.stderr)
+        echo(f"evalsuite data: pass --data-dir or set {DATA_ENV}", file=sys.stderr)
         return 2
     if args.max_rows is not None and args.max_rows < 1:
-        print("evalsuite data: --max-rows must be at least 1", file=sys.stderr)
+        echo("evalsuite data: --max-rows must be at least 1", file=sys.stderr)
         return 2
     benchmark = next(b for b in all_benchmarks() if b.name == args.name)
     fetchable = [source for source in benchmark.sources if source.fetch is not None]
     if not fetchable:
         where = "; ".join(f"{s.folder}: {s.description}" for s in benchmark.sources if s.folder)
         if not where:
-            print(f"evalsuite data: {benchmark.name} runs on its own fixtures only; there is "
-                  "nothing to fetch", file=sys.stderr)
+            echo(f"evalsuite data: {benchmark.name} runs on its own fixtures only; there is "
+                 "nothing to fetch", file=sys.stderr)
             return 2
-        print(f"evalsuite data: {benchmark.name} has no public download; put it under "
-              f"{root} as {where}", file=sys.stderr)
+        echo(f"evalsuite data: {benchmark.name} has no public download; put it under "
+             f"{root} as {where}", file=sys.stderr)
         return 2
     if args.language is not None and not any(
         isinstance(s.fetch, HubRows) and s.fetch.config for s in fetchable
     ):
-        print(f"evalsuite data: {benchmark.name}'s data has no language subsets; drop --language",
-              file=sys.stderr)
+        echo(f"evalsuite data: {benchmark.name}'s data has no language subsets; drop --language",
+             file=sys.stderr)
         return 2
     for source in fetchable:
         spec = source.fetch
@@ -82,18 +82,18 @@ def run(args: argparse.Namespace) -> int:
         try:
             result = fetch(spec, root / str(source.folder), max_rows=args.max_rows)
         except Exception as exc:  # network and hub failures: one line, not a traceback
-            print(f"evalsuite data: fetching {source.name} from {spec.origin} failed: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            echo(f"evalsuite data: fetching {source.name} from {spec.origin} failed: "
+                 f"{type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
-        print(_fetched_text(spec, benchmark, source, result))
+        echo(_fetched_text(spec, benchmark, source, result))
         if source.locate(root) is None:
-            print(f"evalsuite data: {source.name}: the download lacks "
-                  f"{', '.join(source.requires)}, which the benches read", file=sys.stderr)
+            echo(f"evalsuite data: {source.name}: the download lacks "
+                 f"{', '.join(source.requires)}, which the benches read", file=sys.stderr)
             return 1
         try:
             source.identity(result.destination)
         except EvalsuiteError as exc:
-            print(f"evalsuite data: {source.name}: {exc}", file=sys.stderr)
+            echo(f"evalsuite data: {source.name}: {exc}", file=sys.stderr)
             return 1
     return 0
 

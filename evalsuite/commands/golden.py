@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evalsuite.errors import GoldenError
 from evalsuite.golden import GoldenStore
+from evalsuite.textformat import echo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,21 +31,21 @@ def run(args: argparse.Namespace) -> int:
     waiting = store.obtained_benchmarks()
     if args.action == "pending":
         for benchmark in waiting:
-            print(f"{benchmark}: {store.obtained_path(benchmark)}")
+            echo(f"{benchmark}: {store.obtained_path(benchmark)}")
         if not waiting:
-            print(f"no obtained entries under {args.golden_dir}")
+            echo(f"no obtained entries under {args.golden_dir}")
         return 0
     chosen = args.benchmarks or waiting
     if not chosen:
-        print(f"evalsuite golden: no obtained entries under {args.golden_dir}", file=sys.stderr)
+        echo(f"evalsuite golden: no obtained entries under {args.golden_dir}", file=sys.stderr)
         return 2
     for benchmark in chosen:
         try:
             changes = store.accept_obtained(benchmark)
         except GoldenError as exc:
-            print(f"evalsuite golden: {exc}", file=sys.stderr)
+            echo(f"evalsuite golden: {exc}", file=sys.stderr)
             return 2
-        print(f"{benchmark}: {len(changes)} entries accepted into {store.path(benchmark)}")
+        echo(f"{benchmark}: {len(changes)} entries accepted into {store.path(benchmark)}")
         for change in changes:
-            print(f"  {change.describe()}")
+            echo(f"  {change.describe()}")
     return 0

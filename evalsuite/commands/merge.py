@@ -23,6 +23,7 @@ from evalsuite.records.results import read_results
 from evalsuite.reports.ab import resolve_run
 from evalsuite.reports.summary import summary_lines
 from evalsuite.shards import merge_shards
+from evalsuite.textformat import echo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                       for reference in args.runs]
         merged = merge_shards(shard_runs)
     except (EvalsuiteError, OSError, ValueError) as error:
-        print(f"evalsuite merge: {error}", file=sys.stderr)
+        echo(f"evalsuite merge: {error}", file=sys.stderr)
         return 2
     store = GoldenStore(args.golden_dir)
     failed = False
@@ -72,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
                            [item.record for item in merged],
                            history_path=args.report_dir / "history.jsonl")
     for line in summary_lines(read_results(written)):
-        print(line)
-    print(f"results: {written.resolve()}")
+        echo(line)
+    echo(f"results: {written.resolve()}")
     return 1 if failed else 0

@@ -59,7 +59,7 @@ from evalsuite.metrics.omnidocbench.versions import (
     version_for_pages,
 )
 from evalsuite.render.katex import KatexUnavailable
-from evalsuite.textformat import format_table, shorten
+from evalsuite.textformat import echo, format_table, shorten
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,19 +108,19 @@ def run(args: argparse.Namespace) -> int:
         scores = score_predictions(bench.tests, bench.pdfs, args.pred,
                                    n_bootstrap=args.bootstrap_samples, seed=args.seed)
     except (DatasetFormatError, KatexUnavailable, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        echo(f"error: {error}", file=sys.stderr)
         return 2
     except UnicodeDecodeError:
         found = _first_not_utf8(Path(args.pred).rglob("*.md"))
-        print(f"error: prediction {found} is not UTF-8 text; save it as UTF-8", file=sys.stderr)
+        echo(f"error: prediction {found} is not UTF-8 text; save it as UTF-8", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(scores.to_json(), ensure_ascii=False, indent=1))
     else:
-        print(summary(scores))
+        echo(summary(scores))
     if scores.errors:
-        print(f"FAILED (errors), as the official benchmark would report it: "
-              f"{len(scores.errors)} error(s), e.g. {scores.errors[0]}", file=sys.stderr)
+        echo(f"FAILED (errors), as the official benchmark would report it: "
+             f"{len(scores.errors)} error(s), e.g. {scores.errors[0]}", file=sys.stderr)
         return 1
     return 0
 
@@ -193,19 +193,19 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
         evaluation = evaluate_pages(pages, predictions_in(folder), bench.page_info(),
                                     version=version, formula_cdm=formula_cdm)
     except (EvalsuiteError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        echo(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(evaluation.to_json(), ensure_ascii=False, indent=1))
     else:
-        print(omnidocbench_summary(evaluation, len(pages)))
+        echo(omnidocbench_summary(evaluation, len(pages)))
     if evaluation.missing:
         treated = ("were scored as empty pages, as the official v1.6 evaluation scores them"
                    if evaluation.version == V16.version else
                    f"were skipped, as the official v{evaluation.version} evaluation skips them")
-        print(f"{len(evaluation.missing)} page(s) have no prediction and {treated}: "
-              f"{', '.join(evaluation.missing[:5])}"
-              f"{' …' if len(evaluation.missing) > 5 else ''}", file=sys.stderr)
+        echo(f"{len(evaluation.missing)} page(s) have no prediction and {treated}: "
+             f"{', '.join(evaluation.missing[:5])}"
+             f"{' …' if len(evaluation.missing) > 5 else ''}", file=sys.stderr)
         return 1
     return 0
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from evalsuite.errors import DatasetFormatError, EvalsuiteError
 from evalsuite.metrics.cdm import cdm_scores
 from evalsuite.metrics.cdm.toolchain import default_cache_dir
-from evalsuite.textformat import format_table
+from evalsuite.textformat import echo, format_table
 
 CDM_VERSIONS = ("1.5", "1.6")
 
@@ -91,7 +91,7 @@ def run_cdm(args: argparse.Namespace) -> int:
         scores = cdm_scores([(pair.gt, pair.pred) for pair in pairs], version=args.version,
                             workers=args.workers, cache_dir=default_cache_dir())
     except (EvalsuiteError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        echo(f"error: {error}", file=sys.stderr)
         return 2
     results = {pair.pair_id: {"F1_score": score.F1_score, "recall": score.recall,
                               "precision": score.precision}
@@ -100,7 +100,7 @@ def run_cdm(args: argparse.Namespace) -> int:
         print(json.dumps({"version": args.version, "pairs": results}, ensure_ascii=False,
                          indent=1))
     else:
-        print(cdm_summary(args.version, results))
+        echo(cdm_summary(args.version, results))
     return 0
 
 

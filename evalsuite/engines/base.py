@@ -178,6 +178,13 @@ class EngineBase:
     name: str = ""
     kind: str = "vlm"
     times_calls: bool = True
+    needs_image: bool = False
+    """Whether every request must carry a page (no text-only path): a server refuses a request
+    without one (HTTP 400) instead of failing it in the engine."""
+    model_family: str | None = None
+    """The family whose modes and vision-token arithmetic the engine follows (``deepseek-ocr``,
+    ``deepseek-ocr-2``; ``none``: no vision tokens); None: not fixed by the engine. ``evalsuite
+    serve`` tells its clients, so that the ``openai`` engine counts as the engine does."""
 
     def infer(self, request: InferenceRequest) -> InferenceResult:
         started = time.perf_counter()

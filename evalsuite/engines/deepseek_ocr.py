@@ -85,6 +85,8 @@ class DeepseekOcrEngine(EngineBase):
     name = "deepseek-ocr"
     kind = "vlm"
     supported_modes: tuple[str, ...] = tuple(MODES)
+    needs_image = True  # DeepSeek-OCR's infer() has no text-only path
+    model_family = "deepseek-ocr"
     max_crops = INFER_MAX_CROPS
 
     def __init__(

@@ -200,6 +200,7 @@ class DeepseekOcr2Engine(EngineBase):
     name = "deepseek-ocr-2"
     kind = "vlm"
     supported_modes: tuple[str, ...] = OCR2_MODES
+    model_family = "deepseek-ocr-2"
 
     def __init__(
         self,

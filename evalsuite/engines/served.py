@@ -173,6 +173,8 @@ class ServerInfo:
     """The model card's ``root``: what vLLM loaded (a hub id or a folder)."""
     modes: tuple[str, ...] | None = None
     """``evalsuite serve``'s engine's modes (None: not said)."""
+    model_family: str | None = None
+    """``evalsuite serve``'s engine's family, one of :data:`MODEL_FAMILIES` (None: not said)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -384,6 +386,15 @@ class OpenAIChatEngine(EngineBase):
             wanted = self.profile.hf_ids
         self._endpoints = [Endpoint(info) for info in self._query_servers(api_bases, wanted)]
         self._info = self._endpoints[0].info
+        reported = self._info.model_family
+        if reported is not None and self.profile is None:
+            if family_given and reported != model_family:
+                raise EngineUnavailableError(
+                    f"{self._where} runs a {reported} engine, not {model_family}: drop "
+                    f"model_family (--served-model) or pass {reported}")
+            if not family_given:  # evalsuite serve says how its engine counts
+                model_family, self.model_family = reported, reported
+                self._family = MODEL_FAMILIES[reported]
         if mode == PER_REQUEST and not (self._info.per_request_mode or self.mode_kwarg):
             if family_given:
                 raise EngineUnavailableError(
@@ -539,8 +550,9 @@ class OpenAIChatEngine(EngineBase):
             output_tokens = usage.get("completion_tokens")
             extra = {}
         counted = None
-        if page is not None and self._family.count_vision_tokens is not None:
-            counted = self._family.count_vision_tokens(page.width, page.height, request.mode)
+        family = self._counting_family(request.mode)
+        if page is not None and family.count_vision_tokens is not None:
+            counted = family.count_vision_tokens(page.width, page.height, request.mode)
         if self.mode_kwarg is not None and self._info.server != EVALSUITE_SERVER:
             self._check_prompt_tokens(request, page, usage.get("prompt_tokens"))
         return InferenceResult(
@@ -620,6 +632,18 @@ class OpenAIChatEngine(EngineBase):
         if not key:
             raise ValueError(f"api_key_env: the environment variable {variable} is not set")
         return key
+
+    def _counting_family(self, mode: str) -> ModelFamily:
+        """The family whose arithmetic counts a page's vision tokens in ``mode``: the engine's;
+        behind an ``evalsuite serve`` whose engine fixes no family (replay: recordings of any
+        engine), the family that has ``mode`` (no two share a mode), ``none`` if none has."""
+        if self._family.modes is None or mode in self._family.modes:
+            return self._family
+        if self._info.server == EVALSUITE_SERVER and self._info.model_family is None:
+            return next((family for family in MODEL_FAMILIES.values()
+                         if family.modes is not None and mode in family.modes),
+                        MODEL_FAMILIES["none"])
+        return self._family
 
     def _default_mode(self, model_family: str) -> str:
         """The ``mode`` when none is given: each request's."""
@@ -745,7 +769,8 @@ class OpenAIChatEngine(EngineBase):
             keyed_outputs=version.get("keyed_outputs") is True,
             max_model_len=context if isinstance(context, int) and context > 0 else None,
             root=None if root is None else str(root),
-            modes=_reported_modes(version),
+            modes=_reported_modes(card) or _reported_modes(version),
+            model_family=_reported_family(card) or _reported_family(version),
         )
 
     async def _complete_all(self, requests: Sequence[InferenceRequest]) -> list[InferenceResult]:
@@ -1082,8 +1107,18 @@ def api_base_urls(api_base: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(urls)
 
 
-def _reported_modes(version: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The ``modes`` list of an ``evalsuite serve`` ``/version`` answer (None: none given)."""
+def _reported_family(answer: Any) -> str | None:
+    """The ``model_family`` of an ``evalsuite serve`` model card or ``/version`` answer, when it
+    is one of :data:`MODEL_FAMILIES` (None otherwise)."""
+    family = answer.get("model_family") if isinstance(answer, Mapping) else None
+    return family if isinstance(family, str) and family in MODEL_FAMILIES else None
+
+
+def _reported_modes(version: Any) -> tuple[str, ...] | None:
+    """The ``modes`` list of an ``evalsuite serve`` model card or ``/version`` answer (None:
+    none given)."""
+    if not isinstance(version, Mapping):
+        return None
     modes = version.get("modes")
     if isinstance(modes, list) and modes and all(isinstance(m, str) for m in modes):
         return tuple(modes)

@@ -82,6 +82,8 @@ class TesseractEngine(EngineBase):
     name = "tesseract"
     kind = "ocr"
     supported_modes: tuple[str, ...] = ("native",)  # an OCR-only engine has one way to read a page
+    needs_image = True
+    model_family = "none"  # no vision tokens
 
     def __init__(
         self,

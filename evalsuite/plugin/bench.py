@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -45,6 +45,7 @@ from evalsuite.runner import (
     with_output_health,
 )
 from evalsuite.shards import shard_params, shard_positions
+from evalsuite.textformat import terminal_text
 from evalsuite.tokens import MODES
 
 
@@ -209,7 +210,7 @@ class Bench:
             try:
                 profile.task(task)
             except UnsupportedTaskError as exc:
-                pytest.fail(f"{self.benchmark.name}: {exc}", pytrace=False)
+                _fail(f"{self.benchmark.name}: {exc}")
 
     def _golden_file(self) -> GoldenFile:
         """This test's golden file; a malformed one fails the test with one line naming the
@@ -262,7 +263,7 @@ class Bench:
         if missing:
             messages.append(self._missing_message(record, missing, gated))
         if messages:
-            pytest.fail("\n\n".join(messages), pytrace=False)
+            _fail("\n\n".join(messages))
 
     def _missing_message(
         self, record: BenchmarkRecord, missing: Sequence[str], gated: Sequence[MetricSpec]
@@ -326,12 +327,18 @@ class Bench:
             except MissingRecordingError as exc:
                 reasons.append(str(exc))
         if reasons:
-            pytest.skip(
+            pytest.skip(terminal_text(
                 f"replay has no recording for any sample of this test; first: {reasons[0]}"
-            )
+            ))
 
 
 T = TypeVar("T")
+
+
+def _fail(message: str) -> NoReturn:
+    """Fail the test with ``message`` and no traceback; its control characters (a model's
+    answer, a file name) are escaped (:func:`~evalsuite.textformat.terminal_text`)."""
+    pytest.fail(terminal_text(message), pytrace=False)
 
 
 def _or_fail_in_one_line(load: Callable[[], T], prefix: str = "") -> T:
@@ -341,7 +348,7 @@ def _or_fail_in_one_line(load: Callable[[], T], prefix: str = "") -> T:
         return load()
     except EvalsuiteError as exc:
         failure = f"{prefix}{exc}"
-    pytest.fail(failure, pytrace=False)  # outside the except block: no chained traceback
+    _fail(failure)  # outside the except block: no chained traceback
 
 
 @pytest.fixture
@@ -356,7 +363,7 @@ def bench(
     source = benchmark.source(data_source)
     location = source.locate(session.options.data_dir, session.options.option_dirs)
     if location is None:
-        pytest.fail(f"data source {data_source} of {benchmark.name} is gone", pytrace=False)
+        _fail(f"data source {data_source} of {benchmark.name} is gone")
     current = Bench(session, benchmark, engine_name, mode, source, location, request)
     problem = None
     try:
@@ -364,9 +371,9 @@ def bench(
     except EngineUnavailableError as exc:
         problem = f"{engine_name} unavailable: {exc}"
         if not session.options.asked:
-            pytest.skip(problem)
+            pytest.skip(terminal_text(problem))
     except EvalsuiteError as exc:
         problem = f"{engine_name}: {exc}"
     if problem is not None:  # outside the except block: one line, no chained traceback
-        pytest.fail(problem, pytrace=False)
+        _fail(problem)
     return current

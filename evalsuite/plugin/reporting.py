@@ -38,6 +38,7 @@ from evalsuite.records.results import (
 )
 from evalsuite.reports.summary import gated_count, summary_lines
 from evalsuite.request_cache import remove_cache, remove_stale_caches, resume_summary
+from evalsuite.textformat import terminal_text
 from evalsuite.tokens import default_count_method
 
 RESULTS_KEY = pytest.StashKey[Path]()
@@ -159,15 +160,15 @@ def terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.C
         width = shutil.get_terminal_size((120, 24)).columns
         terminalreporter.section("evalsuite summary")
         for line in summary_lines(read_results(written), width=width):
-            terminalreporter.write_line(line)
-        terminalreporter.write_line(f"results: {written.resolve()}")
+            terminalreporter.write_line(terminal_text(line))
+        terminalreporter.write_line(terminal_text(f"results: {written.resolve()}"))
     before = config.stash.get(GOLDEN_BEFORE_KEY, None)
     if before is not None:
         options = config.stash[OPTIONS_KEY]
         changes = diff_snapshots(before, GoldenStore(options.golden_dir).snapshot())
         terminalreporter.section("golden updates")
         for line in changes or [f"no golden entry changed in {options.golden_dir}"]:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(terminal_text(line))
     nothing = config.stash.get(NOTHING_GATED_KEY, None)
     if nothing:
-        terminalreporter.write_line(nothing, red=True, bold=True)
+        terminalreporter.write_line(terminal_text(nothing), red=True, bold=True)

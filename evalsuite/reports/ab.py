@@ -67,7 +67,7 @@ from evalsuite.stats_paired import (
     sign_flip_exact,
     wilcoxon_signed_rank,
 )
-from evalsuite.textformat import format_table, shorten, significant
+from evalsuite.textformat import echo, format_table, shorten, significant
 
 ALPHA = 0.05
 WORST_SAMPLES = 10
@@ -216,7 +216,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     problem = _argument_problem(args)
     if problem:
-        print(f"evalsuite ab: {problem}", file=sys.stderr)
+        echo(f"evalsuite ab: {problem}", file=sys.stderr)
         return 2
     try:
         paths = [resolve_run(ref, args.report_dir) for ref in (args.baseline, args.candidate)]
@@ -227,16 +227,16 @@ def run(args: argparse.Namespace) -> int:
             worst=args.worst,
         )
     except (RunNotFoundError, NothingPairedError, ValueError, OSError) as error:
-        print(f"evalsuite ab: {error}", file=sys.stderr)
+        echo(f"evalsuite ab: {error}", file=sys.stderr)
         return 2
     report.sources = (str(paths[0]), str(paths[1]))
     if args.json:
         print(json.dumps(report_json(report), ensure_ascii=False, indent=1))
     else:
-        print(render_text(report, show_all=args.all))
+        echo(render_text(report, show_all=args.all))
     if args.html:
         written = atomic_write_text(args.html, render_html(report))
-        print(f"html: {written}", file=sys.stderr if args.json else sys.stdout)
+        echo(f"html: {written}", file=sys.stderr if args.json else sys.stdout)
     return 1 if args.fail_on_regression and report.regressions else 0
 
 

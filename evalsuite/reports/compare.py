@@ -41,7 +41,7 @@ from evalsuite.reports.charts import slug
 from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
 from evalsuite.reports.wordalign import align_words
 from evalsuite.runner import DEGENERATE_OUTPUT, EMPTY_OUTPUT, output_health
-from evalsuite.textformat import format_table, significant
+from evalsuite.textformat import echo, format_table, significant
 
 GROUND_TRUTH = "gt.txt"
 OUTPUT_SUFFIX = "_out.txt"
@@ -139,18 +139,18 @@ def run(args: argparse.Namespace) -> int:
             layout = detect_layout(args.directory)
             documents = find_documents(args.directory)
         for warning in caught:
-            print(f"note: {warning.message}", file=sys.stderr)
+            echo(f"note: {warning.message}", file=sys.stderr)
     except (FileNotFoundError, ValueError) as error:
-        print(f"evalsuite compare: {error}", file=sys.stderr)
+        echo(f"evalsuite compare: {error}", file=sys.stderr)
         return 2
     results = rank_models(documents, options)
-    print(f"layout: {layout}")
-    print(render_text(results, documents, options))
+    echo(f"layout: {layout}")
+    echo(render_text(results, documents, options))
     if args.csv:
-        print(f"csv: {atomic_write_text(args.csv, render_csv(results, documents))}")
+        echo(f"csv: {atomic_write_text(args.csv, render_csv(results, documents))}")
     if args.html:
         html = render_html(results, documents, options, title=args.directory.name)
-        print(f"html: {atomic_write_text(args.html, html)}")
+        echo(f"html: {atomic_write_text(args.html, html)}")
     return 0
 
 

@@ -94,7 +94,7 @@ from evalsuite.reports.series import (
 )
 from evalsuite.reports.wordalign import align_words
 from evalsuite.runner import MetricSpec
-from evalsuite.textformat import MISSING, significant
+from evalsuite.textformat import MISSING, echo, significant
 
 DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULT_MAX_SAMPLES = 30
@@ -135,11 +135,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.max_samples < 0:
-        print("evalsuite report: --max-samples must be >= 0", file=sys.stderr)
+        echo("evalsuite report: --max-samples must be >= 0", file=sys.stderr)
         return 2
     if args.out.is_dir():
-        print(f"evalsuite report: --out {args.out} is a folder; give the HTML file to write, "
-              f"e.g. {args.out / 'index.html'}", file=sys.stderr)
+        echo(f"evalsuite report: --out {args.out} is a folder; give the HTML file to write, "
+             f"e.g. {args.out / 'index.html'}", file=sys.stderr)
         return 2
     try:
         html_path, pngs = write_dashboard(
@@ -147,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
             max_samples=args.max_samples, png=not args.no_png,
         )
     except FileNotFoundError as error:
-        print(f"evalsuite report: {error}", file=sys.stderr)
+        echo(f"evalsuite report: {error}", file=sys.stderr)
         return 2
-    print(f"dashboard: {html_path}")
+    echo(f"dashboard: {html_path}")
     for path in pngs:
-        print(f"plot: {path}")
+        echo(f"plot: {path}")
     return 0
 
 

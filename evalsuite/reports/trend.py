@@ -34,7 +34,7 @@ from evalsuite.reports.series import (
     newest_regressions,
     series_steps,
 )
-from evalsuite.textformat import MISSING, format_table, significant, sparkline
+from evalsuite.textformat import MISSING, echo, format_table, significant, sparkline
 
 DEFAULT_LAST = 12
 REGRESSED = "▼ REGRESSED"
@@ -68,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         entries = read_history(args.history)
     except FileNotFoundError as error:
-        print(f"evalsuite trend: {error}", file=sys.stderr)
+        echo(f"evalsuite trend: {error}", file=sys.stderr)
         return 2
     if args.tolerance is not None and args.tolerance < 0:
-        print("evalsuite trend: --tolerance must be >= 0", file=sys.stderr)
+        echo("evalsuite trend: --tolerance must be >= 0", file=sys.stderr)
         return 2
     series = select_series(
         collect_series(entries), args.benchmark, args.metric, groups=args.groups
@@ -82,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
             for name, value in (("benchmark", args.benchmark), ("metric", args.metric))
             if value
         )
-        print(f"evalsuite trend: no series in {args.history}" + (f" match {what}" if what else ""),
-              file=sys.stderr)
+        echo(f"evalsuite trend: no series in {args.history}" + (f" match {what}" if what else ""),
+             file=sys.stderr)
         return 2
     golden = load_golden_index(args.golden_dir, {key.benchmark for key in series})
-    print(render_trend(entries, series, golden, last=args.last, source=str(args.history),
+    echo(render_trend(entries, series, golden, last=args.last, source=str(args.history),
                        default_tolerance=args.tolerance, every_run=args.every_run))
     newest = chronological(entries)[-1].metadata.run_id
     regressions = newest_regressions(series, newest, golden, default_tolerance=args.tolerance)

@@ -22,8 +22,10 @@ Concurrent requests are collected into ``engine.infer_batch`` calls of up to ``m
 batch closing when full or when no request has come for ``batch_wait_s``
 (:class:`RequestBatcher`). Engines are not thread-safe, so one batch runs at a time, in a worker
 thread, and the event loop keeps accepting requests meanwhile. A sample the engine fails on is
-answered with HTTP 500 and the engine's message; a malformed request with 400 (422 for a body
-that does not parse).
+answered with HTTP 500 and the engine's message; a malformed request, or one the engine cannot
+take (no page for an engine that ``needs_image``), with 400 (422 for a body that does not parse,
+413 for one over the body limit, 401 without the server's key: :mod:`evalsuite.serving.guards`).
+Error answers quote at most a short excerpt of the request.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,12 +51,15 @@ from evalsuite import __version__
 from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, image_sha256
 from evalsuite.engines.deepseek_inputs import with_image_placeholder
 from evalsuite.errors import ImageInputError
-from evalsuite.images import open_image
+from evalsuite.images import max_image_pixels, open_image
+from evalsuite.serving.guards import BearerKey, BodyLimit, default_body_limit, excerpt
 from evalsuite.tokens import MODES
 
 SERVER_NAME = "evalsuite serve"
 BATCH_TICK_S = 0.001
 """Granularity of the batcher's quiet-time count (see :meth:`RequestBatcher._collect`)."""
+ERROR_MESSAGE_CHARS = 1000
+"""The most characters of an error answer's message (it never echoes a request whole)."""
 INLINE_DECODE_LIMIT = 64 * 1024
 """Requests up to this many base64 characters of image are decoded on the event loop (faster
 than a thread hop); larger ones in a worker thread, so decoding does not stall the loop."""
@@ -222,13 +228,19 @@ def create_app(
     max_batch: int = 32,
     batch_wait_s: float = 0.02,
     default_mode: str | None = None,
+    max_body_bytes: int | None = None,
+    api_key: str | None = None,
 ) -> FastAPI:
     """The FastAPI application serving ``engine`` under the model id ``engine_name``.
 
     ``default_mode`` is the mode of requests that name none (default: ``gundam`` if the engine
-    supports it, else the first of its ``supported_modes``).
+    supports it, else the first of its ``supported_modes``). ``max_body_bytes`` (default
+    :func:`~evalsuite.serving.guards.default_body_limit` of the process's image limit): larger
+    bodies get 413 unread. ``api_key``: ``/v1`` routes answer 401 without ``Authorization:
+    Bearer <api_key>``.
     """
     modes = tuple(getattr(engine, "supported_modes", None) or ())
+    family = getattr(engine, "model_family", None)
     if default_mode is None:
         default_mode = "gundam" if not modes or "gundam" in modes else modes[0]
     check_mode(default_mode, modes)
@@ -241,13 +253,27 @@ def create_app(
         await batcher.stop()
 
     app = FastAPI(title=SERVER_NAME, version=__version__, lifespan=lifespan)
+    limit = default_body_limit(max_image_pixels()) if max_body_bytes is None else max_body_bytes
+    app.add_middleware(BodyLimit, limit=limit)
+    if api_key is not None:
+        app.add_middleware(BearerKey, key=api_key)  # outermost: checked before anything else
 
     def answer(payload: Mapping[str, Any], status: int = 200) -> Response:
         content = json.dumps(payload, default=str, ensure_ascii=False)
         return Response(content, status_code=status, media_type="application/json")
 
     def error(message: str, status: int, kind: str) -> Response:
-        return answer({"error": {"message": message, "type": kind, "code": status}}, status)
+        return answer({"error": {"message": excerpt(message, ERROR_MESSAGE_CHARS), "type": kind,
+                                 "code": status}}, status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_: Any, exc: RequestValidationError) -> Response:
+        """422 naming what is wrong where, without the input (FastAPI's own answer echoes
+        the whole body)."""
+        problems = [f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+                    for problem in exc.errors()[:5]]
+        return error("the body is not a chat completion request: " + "; ".join(problems), 422,
+                     "invalid_request_error")
 
     @app.get("/health")
     async def health() -> Response:
@@ -262,24 +288,32 @@ def create_app(
                 "engine": engine_name,
                 "per_request_mode": True,
                 "modes": list(modes),
+                "model_family": family,
                 "keyed_outputs": bool(getattr(engine, "keyed_outputs", False)),
             }
         )
 
     @app.get("/v1/models")
     async def models() -> Response:
-        entry = {"id": engine_name, "object": "model", "created": 0, "owned_by": "evalsuite"}
+        """The model card, with what a client must send: the engine's modes (empty: any) and
+        its family (the vision-token arithmetic; null: not fixed)."""
+        entry = {"id": engine_name, "object": "model", "created": 0, "owned_by": "evalsuite",
+                 "modes": list(modes), "model_family": family}
         return answer({"object": "list", "data": [entry]})
 
     @app.post("/v1/chat/completions")
     async def chat_completions(body: ChatCompletionRequest) -> Response:
         try:
             if body.model is not None and body.model != engine_name:
-                raise RequestError(f"this server serves {engine_name!r}, not {body.model!r}", 404)
+                raise RequestError(
+                    f"this server serves {engine_name!r}, not {excerpt(body.model, 80)!r}", 404)
             if _image_chars(body) <= INLINE_DECODE_LIMIT:
                 request = to_inference_request(body, default_mode, modes)
             else:
                 request = await asyncio.to_thread(to_inference_request, body, default_mode, modes)
+            if request.image is None and getattr(engine, "needs_image", False):
+                raise RequestError(f"engine {engine_name!r} reads page images only: send one "
+                                   "image_url part (a data: URL) with the text")
             result, batch_size = await batcher.infer(request)
         except RequestError as exc:
             return error(str(exc), exc.status, "invalid_request_error")

@@ -4,15 +4,24 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import ipaddress
 import json
+import os
 import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalsuite.images import add_max_image_pixels_argument, set_max_image_pixels
+from evalsuite.textformat import echo
 
 DESCRIPTION = "serve an engine over an OpenAI-compatible HTTP API"
+API_KEY_ENV = "EVALSUITE_SERVE_API_KEY"
+"""The environment variable that gives ``--api-key``'s default (keeps the key off ``ps``)."""
+EXIT_BAD_OPTIONS = 2
+EXIT_CANNOT_LISTEN = 3
 EPILOG = """\
 examples:
   evalsuite serve --engine tiny-deepseek-ocr-2 --port 8000
@@ -23,7 +32,11 @@ examples:
 clients: any OpenAI client, or this project's: create_engine("openai", api_base=URL).
 It prints one line when ready: "evalsuite serve: ENGINE on http://HOST:PORT/v1 (max batch B)";
 SIGINT or SIGTERM stops it after the requests in flight are answered (exit status 0).
-exit status: 0 stopped cleanly, 2 the engine cannot be created or bad options."""
+Bodies over --max-body-bytes get 413; with --api-key (or $EVALSUITE_SERVE_API_KEY) the /v1
+routes answer 401 without "Authorization: Bearer KEY". A --host other than a loopback address
+without a key is served with a warning: anyone who reaches the port can use the engine.
+exit status: 0 stopped cleanly, 2 the engine cannot be created or bad options, 3 the address
+cannot be listened on (the port is in use, or the host is not an address of this machine)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +49,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "deepseek-ocr-2, ...) or package.module:factory",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one)")
+    parser.add_argument("--port", type=port_number, default=8000,
+                        help="port, 1-65535 (default 8000; 0: a free one)")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get(API_KEY_ENV) or None,
+        help=f"require 'Authorization: Bearer KEY' on /v1 requests (default ${API_KEY_ENV})",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=whole_number(1),
+        default=None,
+        help="refuse request bodies over N bytes with 413 (default: 64 MiB at the default "
+        "--max-image-pixels, scaled with it)",
+    )
     parser.add_argument(
         "--max-batch",
         type=int,
@@ -67,6 +93,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def whole_number(low: int, high: int | None = None, *, what: str = "a whole number",
+                 allowed: str = "") -> Callable[[str], int]:
+    """An argparse ``type``: an int from ``low`` to ``high`` (no bound: None); the error says
+    ``allowed`` (default ``at least LOW`` or ``LOW-HIGH``)."""
+    allowed = allowed or (f"at least {low}" if high is None else f"{low}-{high}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is out of range: use {allowed}")
+        return value
+
+    return parse
+
+
+port_number = whole_number(0, 65535, what="a port number",
+                           allowed="1-65535, or 0 for any free port")
+"""``--port``'s type."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (IPv6 where ``host`` is), for uvicorn to listen
+    on. OSError (``socket.gaierror`` for a host that does not resolve) when it cannot be."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _listen_problem(host: str, port: int, exc: OSError) -> str:
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {host}:{port}: {host!r} is not a host name or address here"
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {host}:{port}: the port is in use (--port 0 takes a free one)"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
 def engine_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` as ``(key, value)``; VALUE is JSON when it parses, else the string."""
     key, equals, value = text.partition("=")
@@ -92,12 +174,23 @@ def run(args: argparse.Namespace) -> int:
             max_batch=args.max_batch,
             batch_wait_s=args.batch_wait_ms / 1000,
             default_mode=args.mode,
+            max_body_bytes=args.max_body_bytes,
+            api_key=args.api_key,
         )
     except (EvalsuiteError, TypeError, ValueError) as exc:
-        print(f"evalsuite serve: {exc}", file=sys.stderr)
-        return 2
-    serve(app, host=args.host, port=args.port, label=f"{args.engine}", max_batch=args.max_batch)
-    print(f"evalsuite serve: {args.engine} stopped", flush=True)
+        echo(f"evalsuite serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_OPTIONS
+    try:
+        sock = listening_socket(args.host, args.port)
+    except OSError as exc:
+        echo(f"evalsuite serve: {_listen_problem(args.host, args.port, exc)}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+    if args.api_key is None and not is_loopback(args.host):
+        echo(f"evalsuite serve: warning: {args.host} is not a loopback address and the server "
+             f"has no key: anyone who reaches port {sock.getsockname()[1]} can use the engine "
+             f"(--api-key or ${API_KEY_ENV})", file=sys.stderr)
+    serve(app, sock, host=args.host, label=f"{args.engine}", max_batch=args.max_batch)
+    echo(f"evalsuite serve: {args.engine} stopped", flush=True)
     return 0
 
 
@@ -108,17 +201,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-def serve(app: Any, *, host: str, port: int, label: str, max_batch: int) -> None:
-    """Run ``app`` with uvicorn until SIGINT or SIGTERM; print the ready line once listening."""
+def serve(app: Any, sock: socket.socket, *, host: str, label: str, max_batch: int) -> None:
+    """Run ``app`` with uvicorn on ``sock`` (bound to ``host``) until SIGINT or SIGTERM; print
+    the ready line once listening."""
     import uvicorn
+
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
             if self.started:
                 bound_port = self.servers[0].sockets[0].getsockname()[1]
-                print(
-                    f"evalsuite serve: {label} on http://{host}:{bound_port}/v1 "
+                echo(
+                    f"evalsuite serve: {label} on http://{shown}:{bound_port}/v1 "
                     f"(max batch {max_batch})",
                     flush=True,
                 )
@@ -129,7 +226,7 @@ def serve(app: Any, *, host: str, port: int, label: str, max_batch: int) -> None
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in handled}
     try:
-        Server(config).run()
+        Server(config).run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
