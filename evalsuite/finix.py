@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from evalsuite.commands.arguments import add_workers_argument
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.markdown import (
     MAX_PRED_ITEMS,
@@ -45,9 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="score missing predictions as empty pages and report unexpected ones "
         "instead of failing",
     )
-    parser.add_argument(
-        "--workers", type=int, default=None, help="processes to use (default: one per CPU)"
-    )
+    add_workers_argument(parser, "pages scored at once, one process each")
     limits = parser.add_argument_group("safeguards (FinixDocBench's defaults)")
     for option, default, kind, text in (
         ("--max_table_cells", MAX_TABLE_CELLS, int, "a larger table scores TEDS 0"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -210,12 +210,20 @@ class GoldenStore:
         return changes
 
 
-def diff_snapshots(before: Mapping[str, GoldenFile], after: Mapping[str, GoldenFile]) -> list[str]:
-    """One line per entry added or changed between two snapshots, naming every changed field."""
+def diff_snapshots(
+    before: Mapping[str, GoldenFile],
+    after: Mapping[str, GoldenFile],
+    records: Collection[tuple[str, str, str, str]] | None = None,
+) -> list[str]:
+    """One line per entry added or changed between two snapshots, naming every changed field;
+    with ``records`` ((benchmark, engine, data, parameter) of a run), only that run's entries,
+    not those another run wrote into the folder meanwhile."""
     lines = []
     for benchmark in sorted(after):
         old_entries = before.get(benchmark, GoldenFile(benchmark)).entries
         for key, new in sorted(after[benchmark].entries.items()):
+            if records is not None and (benchmark, *key[:3]) not in records:
+                continue
             old = old_entries.get(key)
             if old is None or not _same_value(old, new):
                 lines.append(EntryChange(benchmark, old, new).describe())

@@ -20,6 +20,7 @@ from evalsuite.metrics.repetition import is_degenerate
 from evalsuite.records.model import BenchmarkRecord, Direction, MetricSummary, SampleRecord
 from evalsuite.request_cache import ResultCache, request_key
 from evalsuite.stats import summarize_mean, summarize_proportion, summarize_weighted_mean
+from evalsuite.textfiles import MAX_PREDICTION_CHARS
 
 Score = float | int | bool | None
 UNIT = (0.0, 1.0)
@@ -221,6 +222,9 @@ def score_samples(
         error = result.error
         scores: dict[str, Score] = {}
         explain: dict[str, Any] = {}
+        if error is None and len(result.text) > MAX_PREDICTION_CHARS:
+            error = (f"the answer has {len(result.text):_} characters, over the limit of "
+                     f"{MAX_PREDICTION_CHARS:_} that every scorer reads")
         if error is None:
             try:
                 scored = scorer(sample, result)

@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 from evalsuite.commands.score_cdm import add_parser as add_cdm_parser
@@ -110,10 +109,6 @@ def run(args: argparse.Namespace) -> int:
     except (DatasetFormatError, KatexUnavailable, OSError) as error:
         echo(f"error: {error}", file=sys.stderr)
         return 2
-    except UnicodeDecodeError:
-        found = _first_not_utf8(Path(args.pred).rglob("*.md"))
-        echo(f"error: prediction {found} is not UTF-8 text; save it as UTF-8", file=sys.stderr)
-        return 2
     if args.json:
         print(json.dumps(scores.to_json(), ensure_ascii=False, indent=1))
     else:
@@ -154,16 +149,6 @@ def summary(scores: BenchScores) -> str:
             align="lll",
         )]
     return "\n".join(lines)
-
-
-def _first_not_utf8(paths: Iterable[Path]) -> Path | None:
-    """The first of ``paths`` (sorted) whose bytes are not UTF-8."""
-    for path in sorted(paths):
-        try:
-            path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return path
-    return None
 
 
 def _cdm_hook(version: str) -> FormulaCdm | None:

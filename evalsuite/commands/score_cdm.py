@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalsuite.commands.arguments import add_workers_argument
 from evalsuite.errors import DatasetFormatError, EvalsuiteError
 from evalsuite.metrics.cdm import cdm_scores
 from evalsuite.metrics.cdm.toolchain import default_cache_dir
@@ -46,8 +47,7 @@ def add_parser(benchmarks: argparse._SubParsersAction) -> None:
                      help="the OmniDocBench version whose CDM to compute")
     cdm.add_argument("--pairs", required=True, help='JSONL of {"id", "gt", "pred"}')
     cdm.add_argument("--json", action="store_true", help="print the results as JSON")
-    cdm.add_argument("--workers", type=int, default=None,
-                     help="renderings at once (default: the CPU count)")
+    add_workers_argument(cdm, "renderings at once")
 
 
 def read_pairs(path: Path) -> list[FormulaPair]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import DatasetFormatError, DatasetNotFoundError
+from evalsuite.textfiles import found, read_text
 
 DATA_ENV = "EVALSUITE_DATA"
 FETCH_MANIFEST = ".evalsuite-fetch.json"
@@ -67,14 +68,15 @@ def _identity(folder: Path) -> str:
 
 
 def read_json(path: Path, expected: type, shape: str) -> Any:
-    """The JSON document in ``path``; DatasetFormatError naming the file when it is not valid
-    JSON, or not an instance of ``expected`` (``shape`` describes what was expected)."""
+    """The JSON document in ``path``; DatasetFormatError naming the file when it is not a file,
+    not UTF-8 (:func:`~evalsuite.textfiles.read_text`), not valid JSON, or not an instance of
+    ``expected`` (``shape`` describes what was expected, and the message what was found)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DatasetFormatError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(data, expected):
-        raise DatasetFormatError(f"{path}: expected {shape}")
+        raise DatasetFormatError(f"{path}: expected {shape}, found {found(data)}")
     return data
 
 

@@ -20,6 +20,7 @@ from evalsuite.datasets.pages import pdf_page_count, render_pdf_page
 from evalsuite.errors import DatasetFormatError
 from evalsuite.metrics.olmocr_bench import BASELINE_CATEGORY, BenchTest
 from evalsuite.metrics.olmocr_tests import TestDefinitionError, parse_test
+from evalsuite.textfiles import found, read_text
 
 TARGET_LONGEST_SIDE_PX = 2048
 
@@ -61,11 +62,14 @@ def load_olmocr_bench(folder: Path, *, force: bool = False) -> OlmocrBench:
     tests: list[BenchTest] = []
     seen: set[str] = set()
     for path in files:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(read_text(path, "tests file").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 fields = json.loads(line)
+                if not isinstance(fields, dict):
+                    raise TestDefinitionError(f"expected a JSON object (one test), found "
+                                              f"{found(fields)}")
                 test = parse_test(fields)
             except (json.JSONDecodeError, TestDefinitionError) as error:
                 raise DatasetFormatError(f"{path}:{number}: {error}") from error

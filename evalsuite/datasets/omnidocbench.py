@@ -17,6 +17,7 @@ from typing import Any
 
 from evalsuite.datasets import read_json
 from evalsuite.errors import DatasetFormatError
+from evalsuite.textfiles import expected
 
 GROUND_TRUTH_FILE = "OmniDocBench.json"
 IMAGES_FOLDER = "images"
@@ -98,15 +99,21 @@ def load_omnidocbench(location: Path) -> OmniDocBench:
 def _check_page(page: Any, where: str) -> None:
     if not isinstance(page, dict):
         raise DatasetFormatError(f"{where}: expected an object, got {type(page).__name__}")
-    info = page.get("page_info")
-    if not isinstance(info, dict) or not isinstance(info.get("image_path"), str):
-        raise DatasetFormatError(f"{where}: page_info.image_path (a string) is missing")
+    problem = expected(page, "page_info", dict, "an object")
+    if problem is None:
+        problem = expected(page["page_info"], "image_path", str, "a string")
+        problem = problem and f"page_info.{problem}"
+    if problem is not None:
+        raise DatasetFormatError(f"{where}: {problem}")
+    info = page["page_info"]
     where = f"{where} ({Path(info['image_path']).name})"
-    if not isinstance(info.get("page_attribute"), dict):
-        raise DatasetFormatError(f"{where}: page_info.page_attribute (an object) is missing")
-    blocks = page.get("layout_dets")
-    if not isinstance(blocks, list):
-        raise DatasetFormatError(f"{where}: layout_dets (a list of blocks) is missing")
+    problem = expected(info, "page_attribute", dict, "an object")
+    if problem is not None:
+        raise DatasetFormatError(f"{where}: page_info.{problem}")
+    problem = expected(page, "layout_dets", list, "a list of blocks")
+    if problem is not None:
+        raise DatasetFormatError(f"{where}: {problem}")
+    blocks = page["layout_dets"]
     ids = set()
     for number, block in enumerate(blocks):
         _check_block(block, f"{where}, layout_dets[{number}]")

@@ -48,6 +48,7 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite.images": "bottom",
     "evalsuite.browser": "bottom",
     "evalsuite.textformat": "bottom",
+    "evalsuite.textfiles": "bottom",
     "evalsuite.prompts": "bottom",
     "evalsuite.tokens": "bottom",
     "evalsuite.tokenizer": "bottom",

@@ -43,6 +43,7 @@ from evalsuite.metrics.markdown_blocks import Block, parse_blocks, strip_groundi
 from evalsuite.metrics.markdown_tables import assign, match_tables
 from evalsuite.metrics.tables import FINIXDOCBENCH_MAX_CELLS
 from evalsuite.metrics.text import normalized_edit_distance
+from evalsuite.textfiles import MAX_PREDICTION_CHARS, file_problem
 
 MAX_TABLE_CELLS = FINIXDOCBENCH_MAX_CELLS
 """A table with more cells than this (50,000) scores TEDS 0: FinixDocBench gives up on it."""
@@ -50,8 +51,9 @@ MAX_PRED_ITEMS = 50_000
 """A prediction with more blocks than this is a failed page."""
 RATIO_THRESHOLD = 100
 """A prediction with more than this many blocks per ground-truth block is a failed page."""
-MAX_TOTAL_LENGTH = 10_000_000
-"""A prediction with more characters than this is a failed page (checked before parsing)."""
+MAX_TOTAL_LENGTH = MAX_PREDICTION_CHARS
+"""A prediction with more characters than this is a failed page (checked before parsing):
+FinixDocBench's 10,000,000, the limit of every scorer of the suite."""
 MAX_SINGLE_ITEM_LENGTH = 10_000_000
 """A prediction with a block longer than this (characters) is a failed page."""
 
@@ -237,9 +239,14 @@ def _page_names(directory: str | os.PathLike[str], name: str) -> list[str]:
         raise DatasetNotFoundError(f"{name} does not exist: {directory}")
     if not path.is_dir():
         raise DatasetFormatError(f"{name} is not a directory: {directory}")
-    return sorted(
-        entry.name for entry in path.iterdir() if entry.name.endswith(_SUFFIX) and entry.is_file()
-    )
+    names = []
+    for entry in path.iterdir():
+        if entry.name.endswith(_SUFFIX):
+            problem = file_problem(entry)  # a folder or a dead link is not a missing page
+            if problem is not None:
+                raise DatasetFormatError(f"{name} entry {entry} is {problem}")
+            names.append(entry.name)
+    return sorted(names)
 
 
 def _run_tasks(

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from evalsuite.metrics.olmocr_tests import PageTest
+from evalsuite.textfiles import read_prediction
 
 BASELINE_CATEGORY = "baseline"
 MISSING_EXPLANATION = "Missing MD files"
@@ -152,7 +153,7 @@ def score_predictions(
         passes, explanations = 0, []
         for path in repeats:
             if path not in pages:
-                pages[path] = path.read_text(encoding="utf-8")
+                pages[path] = read_prediction(path)
             try:
                 verdict = test.run(pages[path])
             except Exception as error:  # the reference counts any exception as a failed repeat

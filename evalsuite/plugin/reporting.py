@@ -156,16 +156,20 @@ def _fail_unmeasured(session: pytest.Session, bench: BenchSession) -> None:
 
 def terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     written = config.stash.get(RESULTS_KEY, None)
+    records = None
     if written is not None:
         width = shutil.get_terminal_size((120, 24)).columns
+        results = read_results(written)
         terminalreporter.section("evalsuite summary")
-        for line in summary_lines(read_results(written), width=width):
+        for line in summary_lines(results, width=width):
             terminalreporter.write_line(terminal_text(line))
         terminalreporter.write_line(terminal_text(f"results: {written.resolve()}"))
+        records = {(r.benchmark, r.engine, r.data, r.parameter) for r in results.records}
     before = config.stash.get(GOLDEN_BEFORE_KEY, None)
     if before is not None:
         options = config.stash[OPTIONS_KEY]
-        changes = diff_snapshots(before, GoldenStore(options.golden_dir).snapshot())
+        # this run's entries only: a run beside it may update the same folder
+        changes = diff_snapshots(before, GoldenStore(options.golden_dir).snapshot(), records)
         terminalreporter.section("golden updates")
         for line in changes or [f"no golden entry changed in {options.golden_dir}"]:
             terminalreporter.write_line(terminal_text(line))

@@ -11,9 +11,10 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from evalsuite.commands.arguments import whole_number
 from evalsuite.images import add_max_image_pixels_argument, set_max_image_pixels
 from evalsuite.textformat import echo
 
@@ -91,24 +92,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an engine option (repeatable); VALUE is read as JSON when it parses "
         "(16, true, null, [1, 2]), else as a string",
     )
-
-
-def whole_number(low: int, high: int | None = None, *, what: str = "a whole number",
-                 allowed: str = "") -> Callable[[str], int]:
-    """An argparse ``type``: an int from ``low`` to ``high`` (no bound: None); the error says
-    ``allowed`` (default ``at least LOW`` or ``LOW-HIGH``)."""
-    allowed = allowed or (f"at least {low}" if high is None else f"{low}-{high}")
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{value} is out of range: use {allowed}")
-        return value
-
-    return parse
 
 
 port_number = whole_number(0, 65535, what="a port number",

@@ -142,7 +142,12 @@ def cdm_scores(
     once per call, not cached between calls). A side longer than
     :data:`.render.MAX_FORMULA_CHARS` fails untypeset, and TeX runs confined to its folder
     (:mod:`evalsuite.confined`): deviations from the official code, which tries every side
-    and lets TeX read and write where the distribution allows."""
+    and lets TeX read and write where the distribution allows. ``workers``: at least 1 (None:
+    one per CPU), as everywhere in the suite."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ValueError(f"workers must be an int of at least 1 (None: one per CPU), got "
+                         f"{workers!r}")
     ensure_toolchain(version)
     if version == "1.5":
         return cdm_v15_scores(list(pairs), workers=workers)

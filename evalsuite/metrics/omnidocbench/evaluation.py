@@ -18,6 +18,7 @@ are :mod:`.v16_page` and :mod:`.v16_summary`).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_pair
 from evalsuite.metrics.omnidocbench.match import MatchError
 from evalsuite.metrics.omnidocbench.page import (
@@ -44,6 +44,7 @@ from evalsuite.metrics.omnidocbench.v16_summary import (
     match_debug_v16,
 )
 from evalsuite.metrics.omnidocbench.versions import RULES, V16, rules_for
+from evalsuite.textfiles import read_prediction
 
 OFFICIAL_VERSION = {version: rules.label for version, rules in RULES.items()}
 """Per implemented version, the evaluation it reproduces (``OmniDocBench v1.5 end-to-end
@@ -122,10 +123,6 @@ class Evaluation:
         })
 
 
-class PredictionNotText(EvalsuiteError, ValueError):
-    """A prediction file that is not UTF-8 text."""
-
-
 def _without_nan(tree: Any) -> Any:
     if isinstance(tree, dict):
         return {key: _without_nan(value) for key, value in tree.items()}
@@ -137,11 +134,12 @@ def _without_nan(tree: Any) -> Any:
 
 
 def prediction_path(folder: Path, image: str) -> Path | None:
-    """The prediction file of page ``image`` in ``folder`` by the official naming, or None."""
+    """The prediction of page ``image`` in ``folder`` by the official naming, or None: the first
+    name present, whatever it is (a folder or a dangling link there fails when it is read)."""
     stem = image[:-4]
     for name in (f"{stem}.md", f"{stem.replace('.pdf', '')}.mmd",
                  f"{stem.replace('.pdf', '')}.md", f"{image}.md"):
-        if (folder / name).is_file():
+        if os.path.lexists(folder / name):
             return folder / name
     return None
 
@@ -150,18 +148,12 @@ def predictions_in(folder: Path) -> Callable[[str], str | None]:
     """The reader of ``folder``'s predictions for :func:`evaluate_pages`: a page's markdown by
     :func:`prediction_path`, None when it has none.
 
-    Raises (when reading):
-        PredictionNotText: a prediction file is not UTF-8."""
+    Raises (when reading) DatasetFormatError naming the file: not a file, not UTF-8, or over
+    :data:`~evalsuite.textfiles.MAX_PREDICTION_CHARS` (``textfiles.read_prediction``)."""
 
     def read(image: str) -> str | None:
         path = prediction_path(folder, image)
-        if path is None:
-            return None
-        try:
-            return path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            raise PredictionNotText(f"prediction {path} is not UTF-8 text ({error.reason} at "
-                                    f"byte {error.start}); save it as UTF-8") from None
+        return None if path is None else read_prediction(path)
 
     return read
 
