@@ -213,16 +213,16 @@ class GoldenStore:
 def diff_snapshots(
     before: Mapping[str, GoldenFile],
     after: Mapping[str, GoldenFile],
-    records: Collection[tuple[str, str, str, str]] | None = None,
+    records: Collection[tuple[str, str, str]] | None = None,
 ) -> list[str]:
     """One line per entry added or changed between two snapshots, naming every changed field;
-    with ``records`` ((benchmark, engine, data, parameter) of a run), only that run's entries,
-    not those another run wrote into the folder meanwhile."""
+    with ``records`` ((engine, data, parameter) of a run's records; a golden file's name need
+    not be the benchmark's), only that run's entries, not those another run wrote meanwhile."""
     lines = []
     for benchmark in sorted(after):
         old_entries = before.get(benchmark, GoldenFile(benchmark)).entries
         for key, new in sorted(after[benchmark].entries.items()):
-            if records is not None and (benchmark, *key[:3]) not in records:
+            if records is not None and tuple(key[:3]) not in records:
                 continue
             old = old_entries.get(key)
             if old is None or not _same_value(old, new):

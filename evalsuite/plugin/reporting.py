@@ -164,7 +164,7 @@ def terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.C
         for line in summary_lines(results, width=width):
             terminalreporter.write_line(terminal_text(line))
         terminalreporter.write_line(terminal_text(f"results: {written.resolve()}"))
-        records = {(r.benchmark, r.engine, r.data, r.parameter) for r in results.records}
+        records = {(r.engine, r.data, r.parameter) for r in results.records}
     before = config.stash.get(GOLDEN_BEFORE_KEY, None)
     if before is not None:
         options = config.stash[OPTIONS_KEY]
