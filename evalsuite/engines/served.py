@@ -1114,12 +1114,10 @@ def _reported_family(answer: Any) -> str | None:
     return family if isinstance(family, str) and family in MODEL_FAMILIES else None
 
 
-def _reported_modes(version: Any) -> tuple[str, ...] | None:
+def _reported_modes(answer: Any) -> tuple[str, ...] | None:
     """The ``modes`` list of an ``evalsuite serve`` model card or ``/version`` answer (None:
     none given)."""
-    if not isinstance(version, Mapping):
-        return None
-    modes = version.get("modes")
+    modes = answer.get("modes") if isinstance(answer, Mapping) else None
     if isinstance(modes, list) and modes and all(isinstance(m, str) for m in modes):
         return tuple(modes)
     return None

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from itertools import groupby
 from pathlib import Path
 
+from evalsuite.commands.arguments import whole_number
 from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
 from evalsuite.reports.series import (
     GoldenIndex,
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run history file (default: %(default)s)")
     parser.add_argument("--benchmark", help="show only this benchmark")
     parser.add_argument("--metric", help="show only this metric")
-    parser.add_argument("--last", type=_positive_int, default=DEFAULT_LAST, metavar="N",
+    parser.add_argument("--last", type=whole_number(1), default=DEFAULT_LAST, metavar="N",
                         help="runs per series to show: the sparkline's length, or with --all "
                              "the rows (default: %(default)s)")
     parser.add_argument("--all", action="store_true", dest="every_run",
@@ -293,10 +294,3 @@ def _metric_order(key: SeriesKey) -> tuple[str, str, str, str, str]:
 
 def _short(commit: str | None) -> str:
     return commit[:7] if commit else MISSING
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
