@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import time
 from collections import Counter
 from functools import cache
 from html import escape
@@ -354,3 +355,36 @@ def test_katex_is_fetched_once_into_a_fresh_user_cache(tmp_path: Path, monkeypat
     assert script == "c2303db4de66c51e090c3efdacf2d1b9e4c76ae7"  # olmocr 0.4.27's katex.min.js
     assert sorted(p.name for p in folder.parent.iterdir()) == ["katex-0.16.21"]  # no staging left
     assert katex_dir() == folder
+
+
+@pytest.mark.browser
+def test_the_equation_page_reaches_no_network_and_no_file(tmp_path: Path) -> None:
+    """Equations are model answers: ``\\href``, ``\\url`` and ``\\includegraphics`` aimed at a
+    local listener of ours make no connection, and neither does the page's own ``fetch`` of it
+    (offline) nor of a local file (about:blank has no file access); ordinary rendering works."""
+    import socket
+
+    from evalsuite.render.katex import shared_renderer
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-e41c")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/x.png"
+    renderer = shared_renderer()
+    for latex in (rf"\href{{{url}}}{{x}}", rf"\url{{{url}}}",
+                  rf"\includegraphics[height=1em]{{{url}}}"):
+        renderer.render(latex)
+    fetched = renderer._driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "Promise.allSettled([fetch(arguments[0]), fetch(arguments[1])])"
+        ".then(r => done(r.map(x => x.status + (x.value ? x.value.status : ''))));",
+        url, secret.as_uri())
+    assert fetched == ["rejected", "rejected"]
+    time.sleep(0.5)
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+    assert renderer.render("x^2").error is None

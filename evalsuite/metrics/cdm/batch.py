@@ -37,7 +37,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
 from evalsuite.metrics.cdm.render import (
     COMMAND_TIMEOUT_S,
     SMALLEST_PAPER,
@@ -51,7 +50,7 @@ from evalsuite.metrics.cdm.render import (
     read_pages,
     render_uncached,
     reports_overfull,
-    run_program,
+    run_ghostscript,
     stack_pages,
     typeset,
 )
@@ -233,7 +232,7 @@ def _shared_run(
                   for n in range(first, after)]
         if wanted:
             gs = ghostscript_command(program_paths()["gs"], pdf, work, page_list=wanted)
-            if not run_program(gs, work, timeout_s=limit, env=ghostscript_env()):
+            if not run_ghostscript(gs, work, timeout_s=limit):
                 raise _SharedRunFailed
             if len(list(work.glob("page*.png"))) != len(wanted):
                 raise _SharedRunFailed

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evalsuite.confined import TEX_ARGUMENTS, file_size_limit, tex_environment
+from evalsuite.confined import TEX_ARGUMENTS, confinement, preloaded_libraries, tex_environment
 from evalsuite.metrics.cdm.matching import TokenBox
 from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
 from evalsuite.metrics.cdm.preamble_format import format_arguments
@@ -128,8 +128,8 @@ def run_program(
     run in the child before it starts); kill the group after ``timeout_s`` (default
     COMMAND_TIMEOUT_S) and raise RenderTimeoutError. True when it exits with status 0."""
     with subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=env, preexec_fn=preexec,
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True, env=env, preexec_fn=preexec,
     ) as proc:
         try:
             return proc.wait(timeout=timeout_s or COMMAND_TIMEOUT_S) == 0
@@ -149,11 +149,14 @@ def typeset(document: str, tex: Path, timeout_s: float | None = None) -> str:
     outside it (``\\input`` of a path, ``\\openout`` to ``..``) fails to compile."""
     tex.write_text(document, encoding="utf-8")
     work = tex.parent
-    run_program(
-        [program_paths()["pdflatex"], *TEX_ARGUMENTS, *format_arguments(document),
-         "-interaction=nonstopmode", f"-output-directory={work}", str(tex)],
-        work, timeout_s=timeout_s, env=tex_environment(work), preexec=file_size_limit(),
-    )
+    fmt = format_arguments(document)
+    dumped = [argument.removeprefix("-fmt=") + ".fmt" for argument in fmt]
+    with confinement(work, reads=dumped) as preexec:
+        run_program(
+            [program_paths()["pdflatex"], *TEX_ARGUMENTS, *fmt,
+             "-interaction=nonstopmode", f"-output-directory={work}", str(tex)],
+            work, timeout_s=timeout_s, env=tex_environment(work), preexec=preexec,
+        )
     log = tex.with_suffix(".log")
     return log.read_text(encoding="utf-8", errors="ignore") if log.exists() else ""
 
@@ -210,6 +213,14 @@ def ghostscript_command(
     ]
 
 
+def run_ghostscript(argv: Sequence[str], work: Path, timeout_s: float | None = None) -> bool:
+    """:func:`run_program` of a Ghostscript command line in ``work``, with the PNG shim and
+    confined to ``work`` (:func:`evalsuite.confined.confinement`) beside its ``-dSAFER``."""
+    env = ghostscript_env()
+    with confinement(work, reads=preloaded_libraries(env)) as preexec:
+        return run_program(argv, work, timeout_s=timeout_s, env=env, preexec=preexec)
+
+
 def ghostscript_pages(
     pdf: Path, work: Path, gs: str, run: Callable[[list[str]], bool]
 ) -> list[np.ndarray] | None:
@@ -246,8 +257,7 @@ def stack_pages(pages: Sequence[np.ndarray]) -> np.ndarray | None:
 def _rasterise(pdf: Path, work: Path) -> np.ndarray | None:
     """All pages of ``pdf`` stacked (see :func:`stack_pages`)."""
     gs = program_paths()["gs"]
-    env = ghostscript_env()
-    pages = ghostscript_pages(pdf, work, gs, lambda argv: run_program(argv, work, env=env))
+    pages = ghostscript_pages(pdf, work, gs, lambda argv: run_ghostscript(argv, work))
     return stack_pages(pages) if pages is not None else None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -29,9 +28,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evalsuite.confined import TEX_ARGUMENTS, file_size_limit, tex_environment
+from evalsuite.confined import TEX_ARGUMENTS, confinement, preloaded_libraries, tex_environment
 from evalsuite.metrics.cdm.match_v15 import RenderedSide
-from evalsuite.metrics.cdm.render import ghostscript_pages, label_boxes, palette_colour
+from evalsuite.metrics.cdm.render import (
+    RenderTimeoutError,
+    ghostscript_pages,
+    label_boxes,
+    palette_colour,
+    run_program,
+)
 from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
 
 OFFICIAL_CJK_FONT = "Source Han Sans SC"
@@ -122,23 +127,20 @@ def document_v15(
 
 
 def _run(command: list[str], cwd: Path, timeout: float) -> None:
-    """Run ``command`` in ``cwd`` to its end or ``timeout``, confined to ``cwd`` as TeX
-    (:mod:`evalsuite.confined`; Ghostscript reads the environment's TeX names as any other)."""
-    env = tex_environment(cwd, dict(os.environ, TMPDIR=str(cwd), TEXMFCACHE=str(cwd),
-                                    **cjk_font()[1]))
+    """Run ``command`` in ``cwd`` to its end or ``timeout`` (then its process group is killed),
+    confined to ``cwd`` as TeX (:mod:`evalsuite.confined`; Ghostscript reads the environment's
+    TeX names as any other); the configured CJK fonts may be read, their private fontconfig
+    folder written (its font cache)."""
+    fonts = cjk_font()[1]
+    env = tex_environment(cwd, dict(os.environ, TMPDIR=str(cwd), TEXMFCACHE=str(cwd), **fonts))
     env["TEXMFVAR"] = str(cwd)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        subprocess.run(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-            preexec_fn=file_size_limit(),
-        )
+    reads = [*preloaded_libraries(env), *filter(None, [os.environ.get(FONTS_ENV)])]
+    fontconfig = [Path(fonts["FONTCONFIG_FILE"]).parent] if fonts else []
+    with (
+        contextlib.suppress(RenderTimeoutError),
+        confinement(cwd, reads=reads, writes=fontconfig) as limits,
+    ):
+        run_program(command, cwd, timeout_s=timeout, env=env, preexec=limits)
 
 
 def rasterise_pdf(pdf: Path, work: Path) -> np.ndarray | None:
