@@ -34,9 +34,10 @@ def start_chromium(
     downloads: Path | None = None,
     console_log: bool = False,
 ) -> WebDriver:
-    """Headless Chromium with a page viewport of exactly ``viewport`` CSS px; ``profile``: its
-    user-data folder; ``downloads``: where downloads land, without asking; ``console_log``:
-    keep the page's console messages for ``driver.get_log("browser")``."""
+    """Headless Chromium, offline (:func:`take_offline`), with a page viewport of exactly
+    ``viewport`` CSS px; ``profile``: its user-data folder; ``downloads``: where downloads land,
+    without asking; ``console_log``: keep the page's console messages for
+    ``driver.get_log("browser")``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -54,7 +55,18 @@ def start_chromium(
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     set_viewport(driver, *viewport)
+    take_offline(driver)
     return driver
+
+
+def take_offline(driver: WebDriver) -> None:
+    """Refuse every network request of the page (DevTools network emulation): what it shows may
+    hold a model's answer, and nothing it holds may reach the network. ``file:`` pages still
+    load; a page can read no other file (Chromium's default for ``file:`` origins)."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1,
+    })
 
 
 def set_viewport(driver: WebDriver, width: int, height: int) -> None:

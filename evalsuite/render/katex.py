@@ -144,8 +144,8 @@ class EquationRenderer:
 
     The equation is a model's answer: the page is ``about:blank`` (no file origin, so no file
     can be fetched), KaTeX runs untrusted (its default: ``\\href``, ``\\url`` and
-    ``\\includegraphics`` make no request) and the page is taken offline (DevTools network
-    emulation) before any equation is rendered, so nothing it holds reaches the network."""
+    ``\\includegraphics`` make no request) and Chromium is offline
+    (:func:`evalsuite.browser.take_offline`), so nothing it holds reaches the network."""
 
     def __init__(self) -> None:
         missing = missing_browser()
@@ -154,10 +154,6 @@ class EquationRenderer:
         assets = katex_dir()
         self._driver = start_chromium(VIEWPORT)
         self._driver.get("about:blank")
-        self._driver.execute_cdp_cmd("Network.enable", {})
-        self._driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
-            "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1,
-        })
         self._driver.execute_script(
             "document.open(); document.write(arguments[0]); document.close();"
             "const style = document.createElement('style'); style.textContent = arguments[1];"
