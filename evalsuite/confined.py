@@ -225,31 +225,27 @@ def _ruleset(work: Path, reads: Iterable[str | Path], writes: Iterable[str | Pat
     return ruleset
 
 
-def preloaded_libraries(env: Mapping[str, str] | None) -> list[str]:
-    """The libraries ``LD_PRELOAD`` of ``env`` (default this process's environment) names: a
-    confined program must be let read them."""
-    found = (os.environ if env is None else env).get("LD_PRELOAD", "")
-    return found.replace(":", " ").split()
-
-
 @contextlib.contextmanager
 def confinement(
     work: Path,
     reads: Iterable[str | Path] = (),
     writes: Iterable[str | Path] = (),
     max_bytes: int = TEX_FILE_LIMIT_BYTES,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Callable[[], None]]:
     """A ``preexec_fn`` for a program run on untrusted input in ``work``: files it writes capped
     at ``max_bytes`` and, where the kernel has Landlock, reading and running limited to the
-    system trees (:data:`SYSTEM_READS`, the TeX tree) and ``reads``, writing to ``work`` and
-    ``writes``, no TCP; inherited by its children and irrevocable. The ruleset is built here, in
-    the parent; the child only applies it."""
+    system trees (:data:`SYSTEM_READS`, :func:`program_roots`, the TeX tree), ``reads`` and the
+    libraries the ``LD_PRELOAD`` of ``env`` (the child's environment, default ours) names,
+    writing to ``work`` and ``writes``, no TCP; inherited by its children and irrevocable. The
+    ruleset is built here, in the parent; the child only applies it."""
     limit = file_size_limit(max_bytes)
     abi = landlock_abi()
     if abi == 0:
         yield limit
         return
-    ruleset = _ruleset(work, reads, writes, abi)
+    preloaded = (os.environ if env is None else env).get("LD_PRELOAD", "").replace(":", " ")
+    ruleset = _ruleset(work, [*reads, *preloaded.split()], writes, abi)
     syscall = _libc().syscall
     prctl = _libc().prctl
 

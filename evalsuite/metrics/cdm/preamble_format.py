@@ -50,9 +50,14 @@ def format_for(preamble: str) -> str | None:
     return str(target.with_suffix(""))
 
 
+def format_of(document: str) -> str | None:
+    """:func:`format_for` of a document's preamble (up to and including its
+    ``\\begin{document}`` line)."""
+    begin = "\\begin{document}\n"
+    return format_for(document[: document.index(begin) + len(begin)])
+
+
 def format_arguments(document: str) -> list[str]:
     """``[-fmt=...]`` for a document (its preamble's format), or [] where there is none."""
-    begin = "\\begin{document}\n"
-    preamble = document[: document.index(begin) + len(begin)]
-    found = format_for(preamble)
+    found = format_of(document)
     return [f"-fmt={found}"] if found else []

@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evalsuite.confined import TEX_ARGUMENTS, confinement, preloaded_libraries, tex_environment
+from evalsuite.confined import TEX_ARGUMENTS, confinement, tex_environment
 from evalsuite.metrics.cdm.matching import TokenBox
 from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
-from evalsuite.metrics.cdm.preamble_format import format_arguments
+from evalsuite.metrics.cdm.preamble_format import format_arguments, format_of
 from evalsuite.metrics.cdm.toolchain import program_paths, toolchain_fingerprint
 
 PALETTE_STEP = 15
@@ -149,11 +149,10 @@ def typeset(document: str, tex: Path, timeout_s: float | None = None) -> str:
     outside it (``\\input`` of a path, ``\\openout`` to ``..``) fails to compile."""
     tex.write_text(document, encoding="utf-8")
     work = tex.parent
-    fmt = format_arguments(document)
-    dumped = [argument.removeprefix("-fmt=") + ".fmt" for argument in fmt]
-    with confinement(work, reads=dumped) as preexec:
+    dumped = format_of(document)
+    with confinement(work, reads=[f"{dumped}.fmt"] if dumped else []) as preexec:
         run_program(
-            [program_paths()["pdflatex"], *TEX_ARGUMENTS, *fmt,
+            [program_paths()["pdflatex"], *TEX_ARGUMENTS, *format_arguments(document),
              "-interaction=nonstopmode", f"-output-directory={work}", str(tex)],
             work, timeout_s=timeout_s, env=tex_environment(work), preexec=preexec,
         )
@@ -217,7 +216,7 @@ def run_ghostscript(argv: Sequence[str], work: Path, timeout_s: float | None = N
     """:func:`run_program` of a Ghostscript command line in ``work``, with the PNG shim and
     confined to ``work`` (:func:`evalsuite.confined.confinement`) beside its ``-dSAFER``."""
     env = ghostscript_env()
-    with confinement(work, reads=preloaded_libraries(env)) as preexec:
+    with confinement(work, env=env) as preexec:
         return run_program(argv, work, timeout_s=timeout_s, env=env, preexec=preexec)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from evalsuite.confined import TEX_ARGUMENTS, confinement, preloaded_libraries, tex_environment
+from evalsuite.confined import TEX_ARGUMENTS, confinement, tex_environment
 from evalsuite.metrics.cdm.match_v15 import RenderedSide
 from evalsuite.metrics.cdm.render import (
     RenderTimeoutError,
@@ -134,11 +134,11 @@ def _run(command: list[str], cwd: Path, timeout: float) -> None:
     fonts = cjk_font()[1]
     env = tex_environment(cwd, dict(os.environ, TMPDIR=str(cwd), TEXMFCACHE=str(cwd), **fonts))
     env["TEXMFVAR"] = str(cwd)
-    reads = [*preloaded_libraries(env), *filter(None, [os.environ.get(FONTS_ENV)])]
+    reads = filter(None, [os.environ.get(FONTS_ENV)])
     fontconfig = [Path(fonts["FONTCONFIG_FILE"]).parent] if fonts else []
     with (
         contextlib.suppress(RenderTimeoutError),
-        confinement(cwd, reads=reads, writes=fontconfig) as limits,
+        confinement(cwd, reads=reads, writes=fontconfig, env=env) as limits,
     ):
         run_program(command, cwd, timeout_s=timeout, env=env, preexec=limits)
 
