@@ -27,11 +27,12 @@ FOX_MODES = {"tiny", "small", "base", "large", "gundam"}
 
 
 def bench_run(report_dir: Path, golden_dir: Path, checkpoint: Path, *extra: str) -> dict[str, Any]:
-    """Run the benches (the project's fixtures, one sample per test) and return the run's
+    """Run the benches (the project's fixtures, one sample per test) on ``extra``'s server
+    (``--vllm``: the run starts one; ``--api-base``: a running one) and return the run's
     ``results.json``; fails with the run's output when pytest failed."""
     before = set(report_dir.glob("*/results.json")) if report_dir.exists() else set()
     command = [
-        sys.executable, "-m", "pytest", "benches", "-m", SELECTION, "--gpu", "--vllm", VLLM,
+        sys.executable, "-m", "pytest", "benches", "-m", SELECTION, "--gpu",
         "--model-path", str(checkpoint), "--max-new-tokens", "16", "--max-samples", "1",
         "--report-dir", str(report_dir),
         "--golden-dir", str(golden_dir), "--server-timeout", "900", "-q", "-p", "no:randomly",
@@ -71,8 +72,8 @@ def golden_run(
 ) -> tuple[Path, Path, dict[str, Any]]:
     reports = tmp_path_factory.mktemp("reports")
     goldens = tmp_path_factory.mktemp("golden")
-    results = bench_run(reports, goldens, checkpoints["deepseek-ocr"], "--update-golden",
-                        "-n", "2")
+    results = bench_run(reports, goldens, checkpoints["deepseek-ocr"], "--vllm", VLLM,
+                        "--update-golden", "-n", "2")
     return reports, goldens, results
 
 
