@@ -64,7 +64,8 @@ BENCH_DATA ?= $(if $(EVALSUITE_DATA),$(EVALSUITE_DATA),$(if $(wildcard $(SHARED_
 
 test: setup
 	$(BIN)/ruff check .
-	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) -q -m "not cdm and not e2e" --durations=25
+	EVALSUITE_DATA=$(BENCH_DATA) $(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal -q -m "not cdm and not e2e" \
+		--durations=25
 
 # The longest end-to-end tests (whole runs in child processes: servers, shards, resumes, every
 # peer profile through a fake server), apart from make test so that it stays fast; CI runs both.

@@ -38,9 +38,10 @@ def child_env(*, data: bool = False, recordings: bool = True, **values: str) -> 
 
 def pytest_command(*args: str | Path) -> list[str]:
     """``python -m pytest ARGS``, in file order (no random-order plugin)."""
-    # no random order; no hypothesis plugin: a child runs benches, and the plugin costs ~1 s
+    # no random order; no hypothesis plugin (~1 s) and no anyio plugin (its import of trio,
+    # ~0.15 s): a child runs benches, which use neither
     return [sys.executable, "-m", "pytest", *map(str, args), "-p", "no:randomly",
-            "-p", "no:hypothesispytest"]
+            "-p", "no:hypothesispytest", "-p", "no:anyio"]
 
 
 def run_pytest(

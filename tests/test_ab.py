@@ -131,6 +131,22 @@ def test_wilcoxon_is_scipys_on_the_same_pairs(pairs):
     assert wilcoxon_signed_rank(baseline, candidate).p_value == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("baseline, candidate", [
+    ([0, 1, 1, 0, 1], [1, 1, 0, 1, 1]),  # 0/1 outcomes: zeros and one tie group
+    ([0.5, 0.2, 0.9, 0.1, 0.3, 0.3], [0.7, 0.2, 0.5, 0.3, 0.1, 0.9]),  # a zero, ties of |d|
+    ([0.0] * 6 + [0.1] * 4, [0.2] * 5 + [0.0] * 5),  # n = 10, three tie groups
+    ([1.0, 2.0, 3.0], [2.0, 1.0, 3.0]),  # two differences of opposite sign tie
+    ([0.25] * 9, [0.75] * 8 + [0.0]),  # every difference tied in |d|, one sign apart
+])
+def test_wilcoxon_with_ties_or_zeros_is_scipys_sign_flip_count_to_the_last_digit(
+    baseline, candidate
+):
+    """The branch where scipy enumerates every sign flip (ties or zeros, n <= 13): the counted
+    p-value equals scipy's exactly."""
+    expected = float(scipy_stats.wilcoxon(candidate, baseline).pvalue)
+    assert wilcoxon_signed_rank(baseline, candidate).p_value == expected
+
+
 def test_paired_tests_reject_unpaired_input():
     with pytest.raises(ValueError, match="differ in length: 2 vs 1"):
         paired_bootstrap([0.1, 0.2], [0.3])
