@@ -13,6 +13,7 @@ from evalsuite.devtools import layers
 from evalsuite.devtools.layers import (
     LAYER_MAP,
     PACKAGE_DIR,
+    Import,
     check,
     collect_imports,
     import_cycles,
@@ -72,6 +73,22 @@ def fake_package(root: Path) -> Path:
 def test_real_package_is_clean():
     report = check()
     assert report.ok, "\n".join(report.lines())
+
+
+def test_metrics_lie_below_the_data_sources_and_the_sources_below_the_engines():
+    """A metric reading a data loader's table (as OmniDocBench's version table once read the
+    releases' page counts), a loader or a model profile using an engine: upward in the real
+    map; the reverse directions are allowed."""
+    def edge(importer: str, imported: str) -> Import:
+        return Import(importer, imported, Path("evalsuite/x.py"), 1)
+
+    upward = [edge("evalsuite.metrics.omnidocbench.versions", "evalsuite.datasets.omnidocbench"),
+              edge("evalsuite.datasets.fox", "evalsuite.engines.base"),
+              edge("evalsuite.models.mineru", "evalsuite.engines.served"),
+              edge("evalsuite.render.markdown", "evalsuite.models.convert")]
+    downward = [edge(e.imported, e.importer) for e in upward]
+    found = upward_imports([*upward, *downward], LAYER_MAP)
+    assert [violation.edge for violation in found] == upward
 
 
 def test_every_top_level_module_has_a_layer():

@@ -17,11 +17,12 @@ from typing import Any
 
 from evalsuite.datasets import read_json
 from evalsuite.errors import DatasetFormatError
+from evalsuite.metrics.omnidocbench.versions import DATASET_VERSIONS
 from evalsuite.textfiles import expected
 
 GROUND_TRUTH_FILE = "OmniDocBench.json"
 IMAGES_FOLDER = "images"
-VERSIONS_BY_PAGE_COUNT = {981: "v1.0", 1355: "v1.5", 1651: "v1.6"}
+VERSIONS_BY_PAGE_COUNT = {count: f"v{version}" for count, version in DATASET_VERSIONS.items()}
 CONTENT_FIELDS = {"table": ("html", "latex"), "equation_isolated": ("latex",)}
 """Where a block keeps its content: tables their HTML (and LaTeX), display formulas LaTeX,
 every other block ``text``."""

@@ -37,7 +37,7 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """The folder of the ``evalsuite`` package, checked by default."""
 
-LAYERS: tuple[str, ...] = ("bottom", "inside-vllm", "middle", "top")
+LAYERS: tuple[str, ...] = ("bottom", "sources", "engines", "inside-vllm", "middle", "top")
 """The layers, lowest first: a module imports only from its own layer and those before it."""
 
 LAYER_MAP: dict[str, str] = {
@@ -54,9 +54,12 @@ LAYER_MAP: dict[str, str] = {
     "evalsuite.tokenizer": "bottom",
     "evalsuite.metrics": "bottom",
     "evalsuite.render": "bottom",
-    "evalsuite.engines": "bottom",
-    "evalsuite.models": "bottom",
-    "evalsuite.datasets": "bottom",
+    # sources: what feeds a benchmark, model profiles (prompts, image rules, converters) and
+    # data sets; a data loader may use a metric's tables, never the reverse
+    "evalsuite.models": "sources",
+    "evalsuite.datasets": "sources",
+    # engines: what runs a model on a page; an engine may follow a profile or read a data set
+    "evalsuite.engines": "engines",
     # inside-vllm: code vLLM imports in its own processes; it builds on the engines' pieces
     # (DeepSeek's views, the wire constants), and no engine depends on it
     "evalsuite.vllm_plugin": "inside-vllm",
