@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.metrics.cdm import PREPARERS, batch
+from evalsuite.metrics.cdm import VERSIONS, batch
 from evalsuite.metrics.cdm.batch import (
     MARKER,
     TEX_ERROR_LIMIT,
@@ -141,7 +141,7 @@ def test_shared_runs_equal_one_run_per_formula(monkeypatch, guess) -> None:
     another way a shared run can go wrong."""
     if not guess:  # the log checks alone must keep unbalanced formulas out
         monkeypatch.setattr(batch, "looks_balanced", lambda job: True)
-    jobs = [job for job in map(PREPARERS["1.6"], STRESS) if job is not None]
+    jobs = [job for job in map(VERSIONS["1.6"].prepare, STRESS) if job is not None]
     assert len(jobs) == len(STRESS)
     rendered_alone = []
     real_alone = batch._alone

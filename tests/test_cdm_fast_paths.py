@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from evalsuite.metrics.cdm import PREPARERS
+from evalsuite.metrics.cdm import VERSIONS
 from evalsuite.metrics.cdm.batch import MARKER, batch_document, log_sections, pages_written
 from evalsuite.metrics.cdm.match_v15 import V15
 from evalsuite.metrics.cdm.matching import V16, MatchSettings, ransac_inliers
@@ -168,7 +168,7 @@ FORMULAS = [r"x^2 + y^2 = z^2", r"\undefinedmacro{x} + y", r"\text{速度} v = \
 
 
 def _shared_document() -> tuple[str, list[tuple[int, int]]]:
-    jobs = [job for job in map(PREPARERS["1.6"], FORMULAS) if job is not None]
+    jobs = [job for job in map(VERSIONS["1.6"].prepare, FORMULAS) if job is not None]
     return batch_document([job for job in jobs if job.template is Template.FORMULA], 5)
 
 

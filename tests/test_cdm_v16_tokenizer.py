@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalsuite.metrics import pylatexenc_v210
-from evalsuite.metrics.cdm import PREPARERS, cdm_scores, tokenizer
+from evalsuite.metrics.cdm import VERSIONS, cdm_scores, tokenizer
 from evalsuite.metrics.cdm.colouring import prepare
 from evalsuite.metrics.cdm.render import RenderJob
 from tests.test_cdm_v16 import _official, _scores, cases, needs_toolchain, side_job
@@ -70,7 +70,7 @@ def test_prepared_formulas_equal_official() -> None:
     checked = 0
     for case in cases():
         for latex, side in zip((case["gt"], case["pred"]), case["trace"]["sides"], strict=True):
-            mine, official = PREPARERS["1.6"](latex), side_job(side)
+            mine, official = VERSIONS["1.6"].prepare(latex), side_job(side)
             if side["bbox"] is None and mine is not None:
                 mine = RenderJob(mine.body, (), mine.template, mine.paper)  # tokens not recorded
             assert mine == official, (case["index"], latex)
@@ -163,7 +163,7 @@ def test_timeout_falls_back_to_the_input(monkeypatch: pytest.MonkeyPatch) -> Non
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
-    assert PREPARERS["1.6"]("a+b") == prepare("a+b", lambda text: (False, text))
+    assert VERSIONS["1.6"].prepare("a+b") == prepare("a+b", lambda text: (False, text))
 
 
 def test_parse_error_falls_back_like_a_guard_failure(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,8 +175,8 @@ def test_parse_error_falls_back_like_a_guard_failure(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(tokenizer, "katex_tree", broken)
     assert tokenizer.tokenize("a+b") == (True, "")
-    assert PREPARERS["1.6"]("a+b") == prepare("a+b", lambda _: (True, ""))
-    assert PREPARERS["1.6"]("a+b") == prepare("a+b", lambda text: (False, text))
+    assert VERSIONS["1.6"].prepare("a+b") == prepare("a+b", lambda _: (True, ""))
+    assert VERSIONS["1.6"].prepare("a+b") == prepare("a+b", lambda text: (False, text))
 
 
 def test_missing_pylatexenc_210_is_one_actionable_line(

@@ -4,10 +4,11 @@ A formula pair is scored in three stages: a version's *preparation* turns each L
 a colour-coded formula (tokenizer + normalisation + one palette colour per token:
 :class:`~evalsuite.metrics.cdm.render.RenderJob`), :mod:`~evalsuite.metrics.cdm.render` typesets
 and rasterises it into token boxes, and :mod:`~evalsuite.metrics.cdm.matching` pairs the boxes and
-counts the matches (F1 = 2 tp / (n_gt + n_pred)). A version plugs in as a ``prepare`` function in
-:data:`PREPARERS`; renderings are cached by content and toolchain and computed in parallel.
-v1.5 (KaTeX JavaScript normaliser, xelatex, scikit-image's RANSAC) is :mod:`.cdm_v15`, sharing
-the matcher, Ghostscript step and colouring rules as data.
+counts the matches (F1 = 2 tp / (n_gt + n_pred)). A version is a row of :data:`VERSIONS`
+(:class:`CdmVersion`: the files it checks up front and how it scores pairs); v1.6's row carries its
+``prepare`` function, and its renderings are cached by content and toolchain and computed in
+parallel. v1.5 (KaTeX JavaScript normaliser, xelatex, scikit-image's RANSAC) is
+:mod:`.cdm_v15`, sharing the matcher, Ghostscript step and colouring rules as data.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -30,9 +32,10 @@ from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_pa
 
 __all__ = [
     "CDM_VERSIONS",
-    "PREPARERS",
+    "VERSIONS",
     "CdmScore",
     "CdmToolchainMissingError",
+    "CdmVersion",
     "CdmVersionUnavailableError",
     "cdm_scores",
     "ensure_toolchain",
@@ -40,18 +43,11 @@ __all__ = [
 ]
 
 PrepareFn = Callable[[str], "RenderJob | None"]
-
-# version -> preparation stage: LaTeX string -> colour-coded formula (None: cannot prepare).
-PREPARERS: dict[str, PrepareFn] = {
-    "1.6": partial(colouring.prepare, tokenize=tokenizer.tokenize),
-}
+"""A preparation stage: LaTeX string -> colour-coded formula (None: cannot prepare)."""
 BATCH_SIZE = 24
 """Most formulas one worker typesets in one pdflatex run."""
 PARALLEL_MATCH_MIN = 32
 """From this many pairs on, matching (RANSAC in numpy, CPU-bound) runs in worker processes."""
-CDM_VERSIONS = ("1.5", "1.6")
-"""The OmniDocBench versions whose CDM is computed here (v1.5 has its own pipeline,
-:mod:`.cdm_v15`)."""
 
 
 class CdmVersionUnavailableError(EvalsuiteError):
@@ -111,6 +107,43 @@ def _score_sides(sides: tuple[Rendering | None, Rendering | None]) -> CdmScore:
     )
 
 
+@dataclass(frozen=True)
+class CdmVersion:
+    """One official CDM version as data: the files of its own it needs besides the programs
+    (checked up front; raises naming the fix) and how it scores (gt, pred) LaTeX pairs."""
+
+    version: str
+    check_files: Callable[[], object]
+    score_pairs: Callable[[list[tuple[str, str]], int | None, Path | None], list[CdmScore]]
+    prepare: PrepareFn | None = None
+    """Its preparation stage where it renders through :func:`score_jobs` (v1.6)."""
+
+
+def _score_prepared(
+    prepare: PrepareFn, pairs: list[tuple[str, str]], workers: int | None, cache_dir: Path | None
+) -> list[CdmScore]:
+    """Both sides prepared (one longer than :data:`.render.MAX_FORMULA_CHARS` fails
+    unprepared), then rendered and matched by :func:`score_jobs`."""
+    def side(latex: str) -> RenderJob | None:
+        return prepare(latex) if len(latex) <= MAX_FORMULA_CHARS else None
+
+    return score_jobs([(side(gt), side(pred)) for gt, pred in pairs], workers=workers,
+                      cache_dir=cache_dir)
+
+
+_PREPARE_V16: PrepareFn = partial(colouring.prepare, tokenize=tokenizer.tokenize)
+VERSIONS: dict[str, CdmVersion] = {
+    "1.5": CdmVersion(
+        "1.5", normaliser_dir,
+        lambda pairs, workers, _cache_dir: cdm_v15_scores(pairs, workers=workers)),
+    "1.6": CdmVersion(
+        "1.6", pylatexenc_v210.module, partial(_score_prepared, _PREPARE_V16),
+        prepare=_PREPARE_V16),
+}
+"""The OmniDocBench versions whose CDM is computed here, by version."""
+CDM_VERSIONS = tuple(VERSIONS)
+
+
 def ensure_toolchain(version: str) -> None:
     """Check up front that CDM ``version`` can run here.
 
@@ -122,10 +155,7 @@ def ensure_toolchain(version: str) -> None:
         raise CdmVersionUnavailableError(
             f"CDM v{version} is not computed here (versions: {', '.join(CDM_VERSIONS)})")
     program_paths(version)
-    if version == "1.5":
-        normaliser_dir()
-    else:
-        pylatexenc_v210.module()
+    VERSIONS[version].check_files()
 
 
 def cdm_scores(
@@ -136,10 +166,10 @@ def cdm_scores(
     cache_dir: Path | None = None,
 ) -> list[CdmScore]:
     """CDM (F1_score, recall, precision) of each (ground truth, prediction) LaTeX pair, as
-    OmniDocBench ``version``'s official code computes it: v1.6 through :data:`PREPARERS` and
-    the shared renderer (renderings cached in ``cache_dir``), v1.5 through
-    :func:`.cdm_v15.cdm_v15_scores` (its own xelatex renderer; each distinct formula rendered
-    once per call, not cached between calls). A side longer than
+    OmniDocBench ``version``'s official code computes it (its row of :data:`VERSIONS`): v1.6
+    through its ``prepare`` and the shared renderer (renderings cached in ``cache_dir``), v1.5
+    through :func:`.cdm_v15.cdm_v15_scores` (its own xelatex renderer; each distinct formula
+    rendered once per call, not cached between calls). A side longer than
     :data:`.render.MAX_FORMULA_CHARS` fails untypeset, and TeX runs confined to its folder
     (:mod:`evalsuite.confined`): deviations from the official code, which tries every side
     and lets TeX read and write where the distribution allows. ``workers``: at least 1 (None:
@@ -149,13 +179,4 @@ def cdm_scores(
         raise ValueError(f"workers must be an int of at least 1 (None: one per CPU), got "
                          f"{workers!r}")
     ensure_toolchain(version)
-    if version == "1.5":
-        return cdm_v15_scores(list(pairs), workers=workers)
-    preparer = PREPARERS[version]
-
-    def prepare(latex: str) -> RenderJob | None:
-        return preparer(latex) if len(latex) <= MAX_FORMULA_CHARS else None
-
-    return score_jobs(
-        [(prepare(gt), prepare(pred)) for gt, pred in pairs], workers=workers, cache_dir=cache_dir
-    )
+    return VERSIONS[version].score_pairs(list(pairs), workers, cache_dir)
