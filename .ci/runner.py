@@ -9,6 +9,7 @@ pytest target passed no test, or no test ran at all.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -188,7 +189,8 @@ def main() -> int:
                     break
         finally:
             for build in builds.values():  # CI stopped early: its builds' whole process groups
-                os.killpg(build.process.pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):  # a build that had ended
+                    os.killpg(build.process.pid, signal.SIGTERM)
                 build.process.wait()
     total_s = time.monotonic() - start
     print("\nCI timing (wall seconds; tests as pytest counted them)")
