@@ -235,13 +235,13 @@ def _release(bench: OmniDocBench) -> str | None:
 
 def metrics(version: str) -> tuple[MetricSpec, ...]:
     """The gated metrics of ``version``'s records."""
-    return METRICS if version == "1.0" else RELEASE_METRICS
+    return RELEASE_METRICS if rules_for(version).leaderboard else METRICS
 
 
 def gated_per_group(version: str) -> tuple[str, ...]:
     """The metrics gated per language: v1.0's overall; none from v1.5 on (the leaderboard
     dropped the language split)."""
-    return GATED_PER_GROUP if version == "1.0" else ()
+    return () if rules_for(version).leaderboard else GATED_PER_GROUP
 
 
 def samples(bench: OmniDocBench, mode: str, version: str = "1.0") -> list[Sample]:
@@ -352,8 +352,7 @@ def official_summary(bench: OmniDocBench, predictions: Path, version: str = "1.0
 def summary_name(version: str) -> str:
     """The official evaluation's file among the predictions: ``omnidocbench_summary.json``
     for v1.0 (as before versions), ``omnidocbench_summary_v1.5.json`` for another."""
-    return "omnidocbench_summary.json" if version == "1.0" else (
-        f"omnidocbench_summary_v{version}.json")
+    return rules_for(version).summary_file
 
 
 def write_summary(path: Path, evaluation: Evaluation) -> None:

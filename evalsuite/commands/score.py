@@ -53,7 +53,6 @@ from evalsuite.metrics.omnidocbench.evaluation import (
 from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_hook
 from evalsuite.metrics.omnidocbench.versions import (
     DATASET_VERSIONS,
-    V16,
     rules_for,
     version_for_pages,
 )
@@ -186,7 +185,7 @@ def run_omnidocbench(args: argparse.Namespace) -> int:
         echo(omnidocbench_summary(evaluation, len(pages)))
     if evaluation.missing:
         treated = ("were scored as empty pages, as the official v1.6 evaluation scores them"
-                   if evaluation.version == V16.version else
+                   if rules_for(evaluation.version).missing_pages_scored_empty else
                    f"were skipped, as the official v{evaluation.version} evaluation skips them")
         echo(f"{len(evaluation.missing)} page(s) have no prediction and {treated}: "
              f"{', '.join(evaluation.missing[:5])}"

@@ -96,7 +96,7 @@ class Evaluation:
             "table_edit_dist": value("table", "Edit_dist", "ALL_page_avg"),
             "reading_order_edit_dist": value("reading_order", "Edit_dist", "ALL_page_avg"),
         }
-        if self.version == "1.0":
+        if not rules_for(self.version).leaderboard:
             for language in ("EN", "CH"):
                 figures[f"overall_{language}"] = (self.overall or {}).get(f"overall_{language}")
         else:
@@ -110,13 +110,14 @@ class Evaluation:
         literal ``NaN``); ``overall``: v1.0: :meth:`headline` (with the per-language overall
         edit distances); v1.5: the leaderboard overall with its parts
         (:func:`leaderboard_overall`) and ``figures``: :meth:`headline` beside."""
-        extra = {} if self.version == "1.0" else {"figures": self.headline()}
+        leaderboard = rules_for(self.version).leaderboard
+        extra = {"figures": self.headline()} if leaderboard else {}
         return _without_nan({
             "version": self.version,
             "commit": self.commit,
             "pages": self.pages,
             **extra,
-            "overall": self.headline() if self.version == "1.0" else self.leaderboard,
+            "overall": self.leaderboard if leaderboard else self.headline(),
             "official": self.result,
             "missing_predictions": self.missing,
             "table_format": self.table_format,
@@ -271,7 +272,7 @@ def evaluate_pages(
     rules = rules_for(version)
     if version == V16.version:
         return _evaluate_v16(pages, predictions, page_info, formula_cdm)
-    if formula_cdm is not None and not rules.hybrid_match:
+    if formula_cdm is not None and rules.cdm_version is None:
         raise ValueError("CDM is part of the evaluation from v1.5 on, not of v1.0")
     matched: list[PageMatches] = []
     missing = []
@@ -291,7 +292,7 @@ def evaluate_pages(
         samples["display_formula"] = _with_cdm(samples["display_formula"], formula_cdm)
     figures = _page_figures(samples, [page.image_name for page in matched])
     result = summarize(page_info, samples, rules, with_cdm=formula_cdm is not None)
-    if rules.hybrid_match:
+    if rules.leaderboard:
         return Evaluation(figures, result, None, missing, table_format, rules.version,
                           rules.commit, leaderboard_overall(result))
     return Evaluation(figures, result, overall_table(result), missing, table_format)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from evalsuite.metrics.cdm import cdm_scores, ensure_toolchain
 from evalsuite.metrics.cdm.toolchain import default_cache_dir
+from evalsuite.metrics.omnidocbench.versions import rules_for
 
 __all__ = ["FormulaCdm", "cdm_hook", "cdm_pair", "unwrap_dollars"]
 
@@ -22,14 +23,15 @@ def cdm_hook(version: str, *, workers: int | None = None) -> FormulaCdm | None:
 
     Raises:
         CdmToolchainMissingError: a program CDM needs is absent (names the install command)."""
-    if version == "1.0":
+    cdm_version = rules_for(version).cdm_version
+    if cdm_version is None:
         return None
-    ensure_toolchain(version)
+    ensure_toolchain(cdm_version)
     cache_dir = default_cache_dir()
 
     def score(pairs: list[tuple[str, str]]) -> list[dict[str, float]]:
         return [{"F1_score": s.F1_score, "recall": s.recall, "precision": s.precision}
-                for s in cdm_scores(pairs, version=version, workers=workers,
+                for s in cdm_scores(pairs, version=cdm_version, workers=workers,
                                     cache_dir=cache_dir)]
 
     return score

@@ -505,7 +505,7 @@ def run_samples(
     the tables as unpredicted (:func:`_unpredicted_table`); the format is then always HTML
     (LaTeX would need more LaTeX than HTML-plus-LaTeX matches).
     """
-    if not rules.hybrid_match:
+    if not rules.tables_always_html:
         table_format = choose_table_format(pages)
         return table_format, {
             element: [sample for page in pages

@@ -75,7 +75,7 @@ def sample_page(img_id: str, rules: Rules = V10) -> str:
     ``page.jpg``).
     Quirk: a page whose image is not a ``.jpg`` has its page-level samples (reading order)
     cut to a name of no page; the official code then fails, and so does :func:`summarize`."""
-    endings = (".jpg", ".png") if rules.hybrid_match else (".jpg",)
+    endings = (".jpg", ".png") if rules.png_pages else (".jpg",)
     return img_id if img_id.endswith(endings) else "_".join(img_id.split("_")[:-1])
 
 
@@ -199,7 +199,7 @@ def _all(element: str, samples: Sequence[ScoredSample], rules: Rules) -> dict[st
     result["Edit_dist"] = {
         "ALL_page_avg": _series_mean(page_edit_distances(samples, rules).values())
     }
-    if rules.hybrid_match:
+    if rules.edit_whole:
         edits = sum(sample.edit_num for sample in samples if sample.edit_num is not None)
         upper = sum(sample.upper_len or 0 for sample in samples)
         result["Edit_dist"]["edit_whole"] = (edits / upper if upper
@@ -276,7 +276,7 @@ def _page_split(
             for key, values in rows["Edit_dist"].items()
         }
         result["Edit_dist"] = _group_reduce(per_page, _kahan_mean)
-        if not rules.hybrid_match:
+        if rules.reports_variance:
             result["Edit_dist_var"] = _group_reduce(per_page, _welford_variance)
     for metric, by_key in rows.items():
         if metric == "Edit_dist":

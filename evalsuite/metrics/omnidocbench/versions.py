@@ -38,9 +38,18 @@ class Rules:
     whitespace deleted); ``formula_extra_deletions``: strings the formula normalisation also
     deletes (after stripping ``$`` and newlines at both ends when any);
     ``hybrid_match``: text and display formulas matched together, tables first
-    (else each on its own); ``max_run``: the most consecutive predictions the quick match
-    joins into one run (None: no limit); ``formulas_found_in_text``: the quick match's step 3
-    looks for ground-truth display formulas inside predictions too.
+    (else each on its own); ``png_pages``: a sample id ending in ``.png`` names a page, as one
+    ending in ``.jpg`` does; ``edit_whole``: the edit-distance summary also reports
+    ``edit_whole`` and ``edit_sample_avg``; ``reports_variance``: the per-attribute summary
+    reports ``Edit_dist_var``; ``tables_always_html``: a run's tables are scored as HTML, its
+    LaTeX-table matches and formulas matched to text joined run-wide (else the run's format is
+    chosen from its predictions); ``leaderboard``: the run's overall is the leaderboard's (else
+    v1.0's overall table with per-language figures); ``cdm_version``: the CDM version its
+    formulas are scored with (None: no CDM); ``missing_pages_scored_empty``: a page without a
+    prediction is scored as an empty page (else skipped); ``summary_file``: the file among the
+    predictions the suite writes the official summary to; ``max_run``: the most consecutive
+    predictions the quick match joins into one run (None: no limit); ``formulas_found_in_text``:
+    the quick match's step 3 looks for ground-truth display formulas inside predictions too.
     """
 
     version: str
@@ -51,6 +60,14 @@ class Rules:
     formula_lines_joined: bool
     formula_extra_deletions: tuple[str, ...]
     hybrid_match: bool
+    png_pages: bool
+    edit_whole: bool
+    reports_variance: bool
+    tables_always_html: bool
+    leaderboard: bool
+    cdm_version: str | None
+    summary_file: str
+    missing_pages_scored_empty: bool = False
     max_run: int | None = None
     formulas_found_in_text: bool = True
 
@@ -70,6 +87,13 @@ V10 = Rules(
     formula_lines_joined=False,
     formula_extra_deletions=(),
     hybrid_match=False,
+    png_pages=False,
+    edit_whole=False,
+    reports_variance=True,
+    tables_always_html=False,
+    leaderboard=False,
+    cdm_version=None,
+    summary_file="omnidocbench_summary.json",
 )
 V15 = Rules(
     version="1.5",
@@ -80,11 +104,21 @@ V15 = Rules(
     formula_lines_joined=True,
     formula_extra_deletions=("$$", "\\left", "\\right", "\\displaystyle", "\\text"),
     hybrid_match=True,
+    png_pages=True,
+    edit_whole=True,
+    reports_variance=False,
+    tables_always_html=True,
+    leaderboard=True,
+    cdm_version="1.5",
+    summary_file="omnidocbench_summary_v1.5.json",
 )
 V16 = replace(
     V15,
     version="1.6",
     commit="9dc1decf8f5eb6eade469371c89d264e5e635d80",
+    cdm_version="1.6",
+    summary_file="omnidocbench_summary_v1.6.json",
+    missing_pages_scored_empty=True,
     max_run=160,
     formulas_found_in_text=False,
 )
