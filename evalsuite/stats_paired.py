@@ -166,13 +166,14 @@ def wilcoxon_signed_rank(baseline: Sequence[float], candidate: Sequence[float]) 
     _require_pairs(baseline, candidate)
     differences = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
     delta = math.fsum(differences) / len(differences)
-    nonzero = np.abs(differences[differences != 0])
+    nonzero = differences[differences != 0]
     if not np.any(differences):
         p_value = 1.0
     elif (len(differences) <= WILCOXON_PERMUTATION_MAX_PAIRS
           and np.all(np.isfinite(differences))
-          and (len(nonzero) < len(differences) or len(np.unique(nonzero)) < len(nonzero))):
-        p_value = _signed_rank_flip_p(differences)
+          and (len(nonzero) < len(differences)
+               or len(np.unique(np.abs(nonzero))) < len(nonzero))):
+        p_value = _signed_rank_flip_p(nonzero)
     else:
         from scipy import stats as scipy_stats
 
@@ -180,13 +181,12 @@ def wilcoxon_signed_rank(baseline: Sequence[float], candidate: Sequence[float]) 
     return PairedTest("Wilcoxon signed-rank", len(differences), delta, p_value)
 
 
-def _signed_rank_flip_p(differences: np.ndarray) -> float:
-    """Two-sided p of the signed-rank sum R⁺ over every sign flip of the non-zero differences:
-    p = min(1, 2·min(#{R⁺ ≤ r⁺}, #{R⁺ ≥ r⁺}) / 2ᵐ), m the non-zero differences, ranks of |d|
+def _signed_rank_flip_p(nonzero: np.ndarray) -> float:
+    """Two-sided p of the signed-rank sum R⁺ over every sign flip of the non-zero differences
+    ``nonzero``: p = min(1, 2·min(#{R⁺ ≤ r⁺}, #{R⁺ ≥ r⁺}) / 2ᵐ), m = len(nonzero), ranks of |d|
     averaged over ties (zeros take no rank). Counted exactly on doubled ranks (integers) by
     dynamic programming over the subsets; the counts equal scipy's enumeration, whose
     half-integer sums are exact in floating point."""
-    nonzero = differences[differences != 0]
     magnitudes = np.abs(nonzero)
     order = np.sort(magnitudes)
     # doubled average rank of a value = first + last 1-based position of its tie group

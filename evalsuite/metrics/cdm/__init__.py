@@ -112,7 +112,6 @@ class CdmVersion:
     """One official CDM version as data: the files of its own it needs besides the programs
     (checked up front; raises naming the fix) and how it scores (gt, pred) LaTeX pairs."""
 
-    version: str
     check_files: Callable[[], object]
     score_pairs: Callable[[list[tuple[str, str]], int | None, Path | None], list[CdmScore]]
     prepare: PrepareFn | None = None
@@ -134,10 +133,10 @@ def _score_prepared(
 _PREPARE_V16: PrepareFn = partial(colouring.prepare, tokenize=tokenizer.tokenize)
 VERSIONS: dict[str, CdmVersion] = {
     "1.5": CdmVersion(
-        "1.5", normaliser_dir,
+        normaliser_dir,
         lambda pairs, workers, _cache_dir: cdm_v15_scores(pairs, workers=workers)),
     "1.6": CdmVersion(
-        "1.6", pylatexenc_v210.module, partial(_score_prepared, _PREPARE_V16),
+        pylatexenc_v210.module, partial(_score_prepared, _PREPARE_V16),
         prepare=_PREPARE_V16),
 }
 """The OmniDocBench versions whose CDM is computed here, by version."""
