@@ -1,18 +1,30 @@
-"""The benchmark and model tables of README.md, written from the registries.
+"""The benchmark and model tables of README.md, written from the registries, and its links.
 
 ``python -m evalsuite.devtools.docs`` rewrites the block between :data:`BEGIN` and :data:`END`
 (and between :data:`MODELS_BEGIN` and :data:`MODELS_END`) in README.md (``--check``: exit 1
 when one is out of date, changing nothing), so the tables list exactly the registered
 benchmarks, in dashboard order, with their engines, modes, task and data, and the registered
 model profiles with where their settings come from, what runs here and what is left out.
+
+It also checks every relative link and image of README.md and ``docs/*.md`` as CommonMark reads
+them (markdown-it; reference links where they are used, nothing inside code): the path must name
+a file or folder of the repository and the anchor a heading of the Markdown file it points at
+(GitHub's slugs). ``http(s):``, ``mailto:`` and other URLs are not checked. A broken
+link is printed as ``FILE:LINE: broken link TARGET (why)`` and makes the command exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import re
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
 
 from evalsuite.benchmarks import Benchmark, all_benchmarks, load_declarations
 from evalsuite.models import ModelProfile, available_models, model_profile
@@ -67,25 +79,144 @@ def with_table(text: str, table: str, begin: str = BEGIN, end: str = END) -> str
     return text[: start + len(begin)] + "\n" + table + "\n" + text[stop:]
 
 
+_HTML_ANCHOR = re.compile(r"<a\s[^>]*\b(?:name|id)=[\"']([^\"']+)[\"']", re.IGNORECASE)
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_MARKDOWN = MarkdownIt("commonmark")
+
+
+@dataclass(frozen=True)
+class BrokenLink:
+    """A relative link whose file or anchor does not exist."""
+
+    path: Path
+    line: int
+    target: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: broken link {self.target} ({self.reason})"
+
+
+def markdown_links(text: str) -> list[tuple[int, str]]:
+    """The ``(line, target)`` of every link and image of ``text`` as CommonMark reads it
+    (reference links resolved, code not read as links), in order; lines count from 1."""
+    found = []
+    for block in _MARKDOWN.parse(text):
+        if block.type != "inline" or block.map is None:
+            continue
+        line = block.map[0] + 1
+        for token in block.children or []:
+            if token.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif token.type == "link_open":
+                found.append((line, str(token.attrs["href"])))
+            elif token.type == "image":
+                found.append((line, str(token.attrs["src"])))
+    return found
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading of plain text ``heading``: lower-cased, punctuation but
+    ``-`` and ``_`` dropped, spaces turned into ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def heading_anchors(text: str) -> set[str]:
+    """Every anchor a link may name in ``text``: its headings' slugs (a repeated one gets
+    ``-1``, ``-2`` … as on GitHub) and explicit ``<a name=…>`` / ``id=…`` anchors."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    tokens = _MARKDOWN.parse(text)
+    for opening, inline in itertools.pairwise(tokens):
+        if opening.type == "heading_open":
+            plain = "".join(child.content for child in inline.children or []
+                            if child.type in ("text", "code_inline"))
+            slug = github_slug(plain)
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+    html = [token.content for token in tokens if token.type == "html_block"]
+    html += [child.content for token in tokens for child in token.children or []
+             if child.type == "html_inline"]
+    anchors.update(match.group(1) for part in html for match in _HTML_ANCHOR.finditer(part))
+    return anchors
+
+
+def documentation_files(root: Path) -> list[Path]:
+    """The Markdown files whose links are checked: ``README.md`` and ``docs/*.md`` under
+    ``root``."""
+    readme = root / "README.md"
+    return ([readme] if readme.is_file() else []) + sorted((root / "docs").glob("*.md"))
+
+
+def broken_links(files: Iterable[Path], root: Path) -> list[BrokenLink]:
+    """Every relative link of ``files`` whose target is not a file or folder under ``root``, or
+    whose ``#anchor`` is not a heading of the Markdown file it points at."""
+    root = root.resolve()
+    texts: dict[Path, str] = {}
+
+    def text_of(path: Path) -> str:
+        if path not in texts:
+            texts[path] = path.read_text(encoding="utf-8")
+        return texts[path]
+
+    broken: list[BrokenLink] = []
+    for file in files:
+        source = file.resolve()
+        shown = source.relative_to(root) if source.is_relative_to(root) else file
+        for line, target in markdown_links(text_of(source)):
+            if not target or _URL_SCHEME.match(target) or target.startswith("//"):
+                continue
+            path_part, _, anchor = target.partition("#")
+            path_part = unquote(path_part.split("?", 1)[0])
+            if path_part.startswith("/"):
+                resolved = (root / path_part.lstrip("/")).resolve()
+            else:
+                resolved = (source.parent / path_part).resolve() if path_part else source
+            if not resolved.is_relative_to(root):
+                broken.append(BrokenLink(shown, line, target, "outside the repository"))
+            elif not resolved.exists():
+                where = resolved.relative_to(root).as_posix()
+                broken.append(BrokenLink(shown, line, target, f"no file {where}"))
+            elif anchor and resolved.is_file() and resolved.suffix.lower() == ".md" \
+                    and unquote(anchor).lower() not in heading_anchors(text_of(resolved)):
+                where = resolved.relative_to(root).as_posix()
+                broken.append(BrokenLink(shown, line, target, f"no heading #{anchor} in {where}"))
+    return broken
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evalsuite.devtools.docs", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 when README is stale")
-    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when README is stale or a link is broken, changing nothing")
+    parser.add_argument("--readme", type=Path, default=README,
+                        help="the README; its folder's docs/*.md are link-checked with it")
     args = parser.parse_args(argv)
     load_declarations()
     text = args.readme.read_text(encoding="utf-8")
     updated = with_table(text, benchmark_table(all_benchmarks()))
     profiles = [model_profile(name) for name in available_models()]
     updated = with_table(updated, model_table(profiles), MODELS_BEGIN, MODELS_END)
+    status = 0
     if updated == text:
         print(f"{args.readme}: benchmark and model tables up to date")
-        return 0
-    if args.check:
+    elif args.check:
         print(f"{args.readme}: a generated table is stale; run python -m evalsuite.devtools.docs")
+        status = 1
+    else:
+        atomic_write_text(args.readme, updated)
+        print(f"{args.readme}: benchmark and model tables rewritten")
+    root = args.readme.resolve().parent
+    files = [args.readme.resolve()] + [f for f in documentation_files(root)
+                                       if f.resolve() != args.readme.resolve()]
+    broken = broken_links(files, root)
+    for link in broken:
+        print(link)
+    if broken:
+        print(f"{len(broken)} broken link(s) in {len(files)} Markdown file(s)")
         return 1
-    atomic_write_text(args.readme, updated)
-    print(f"{args.readme}: benchmark and model tables rewritten")
-    return 0
+    print(f"{len(files)} Markdown file(s): every relative link resolves")
+    return status
 
 
 if __name__ == "__main__":
