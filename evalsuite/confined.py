@@ -47,6 +47,8 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from evalsuite.errors import EvalsuiteError
+
 TEX_ARGUMENTS = ("-no-shell-escape",)
 """Command-line arguments every TeX run on untrusted input gets."""
 TEX_FILE_LIMIT_BYTES = 64 * 2**20
@@ -175,7 +177,7 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-class ConfinementError(OSError):
+class ConfinementError(EvalsuiteError, OSError):
     """The kernel refused a Landlock call it had announced (the sandbox could not be built)."""
 
 

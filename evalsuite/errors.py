@@ -5,6 +5,12 @@ class EvalsuiteError(Exception):
     """Base class of every error evalsuite raises on purpose."""
 
 
+class ToolUnavailableError(EvalsuiteError):
+    """A tool a step needs is absent here: a program (LaTeXML, xelatex, Node, Chromium), a package
+    at its pinned version, a tokenizer's files or a reference environment. The message names the
+    tool and how to install it. Each tool's error is a subclass named ``<Tool>UnavailableError``."""
+
+
 class EngineUnavailableError(EvalsuiteError):
     """An engine cannot run here (no weights, no CUDA, no binary). Raised once, at load time."""
 

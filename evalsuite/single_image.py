@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalsuite.errors import EvalsuiteError
 from evalsuite.images import add_max_image_pixels_argument
 from evalsuite.prompts import FREE_OCR
 from evalsuite.textformat import echo, format_table, significant
@@ -49,7 +50,7 @@ examples:
 exit status: 0 success, 1 the engine failed on this page, 2 bad input or engine unavailable."""
 
 
-class InputError(Exception):
+class InputError(EvalsuiteError):
     """Bad input from the user: reported as one line, exit status 2."""
 
 

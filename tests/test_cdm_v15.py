@@ -28,7 +28,7 @@ from evalsuite.metrics.cdm.latex_v15 import normalize_v15
 from evalsuite.metrics.cdm.match_v15 import RenderedSide
 from evalsuite.metrics.cdm.matching import CdmScore
 from evalsuite.metrics.cdm.render_v15 import colour_list_v15, paper_size_v15
-from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError
+from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError
 from evalsuite.metrics.omnidocbench.formula_cdm import cdm_pair
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
@@ -158,7 +158,7 @@ def test_configured_folder_without_its_files_is_refused(
     monkeypatch.setenv(variable, str(tmp_path))
     lookup.cache_clear()
     try:
-        with pytest.raises(CdmToolchainMissingError, match=message):
+        with pytest.raises(CdmToolchainUnavailableError, match=message):
             lookup()
     finally:
         lookup.cache_clear()

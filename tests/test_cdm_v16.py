@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.cdm import CdmToolchainMissingError, cdm_scores, score_jobs, toolchain
+from evalsuite.metrics.cdm import CdmToolchainUnavailableError, cdm_scores, score_jobs, toolchain
 from evalsuite.metrics.cdm import render as render_mod
 from evalsuite.metrics.cdm.colouring import normalize_tokens, prepare
 from evalsuite.metrics.cdm.matching import TokenBox, score_boxes
@@ -195,9 +195,9 @@ def test_missing_toolchain_is_one_actionable_line(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PATH", "/nonexistent")
     toolchain.program_paths.cache_clear()
     try:
-        with pytest.raises(CdmToolchainMissingError):
+        with pytest.raises(CdmToolchainUnavailableError):
             cdm_scores([("x", "x")])
-        with pytest.raises(CdmToolchainMissingError) as caught:
+        with pytest.raises(CdmToolchainUnavailableError) as caught:
             score_jobs([])
     finally:
         toolchain.program_paths.cache_clear()
@@ -232,7 +232,7 @@ def test_each_version_names_only_the_programs_it_lacks(
         if not named:
             assert set(toolchain.program_paths(version)) == set(present)
             return
-        with pytest.raises(CdmToolchainMissingError) as caught:
+        with pytest.raises(CdmToolchainUnavailableError) as caught:
             toolchain.program_paths(version)
     finally:
         toolchain.program_paths.cache_clear()

@@ -183,6 +183,6 @@ def test_missing_pylatexenc_210_is_one_actionable_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("EVALSUITE_PYLATEXENC210", str(tmp_path / "absent"))
-    with pytest.raises(pylatexenc_v210.PylatexencV210Missing) as caught:
+    with pytest.raises(pylatexenc_v210.PylatexencV210UnavailableError) as caught:
         tokenizer.tokenize("x")
     assert "\n" not in str(caught.value) and "make setup" in str(caught.value)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from evalsuite.metrics.omnidocbench.extract import split_markdown
 from evalsuite.metrics.omnidocbench.normalize import (
-    LatexmlUnavailable,
+    LatexmlUnavailableError,
     collapse_repeated_chars,
     latex_table_to_html,
     markdown_tables_to_html,
@@ -117,7 +117,7 @@ def test_latex_tables_without_latexml_raise_an_actionable_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(LatexmlUnavailable, match="apt install latexml"):
+    with pytest.raises(LatexmlUnavailableError, match="apt install latexml"):
         normalize_table("\\begin{tabular}{c}a\\end{tabular}", "latex")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from evalsuite.cli import main
 from evalsuite.commands import score as score_command
-from evalsuite.metrics.cdm import CdmToolchainMissingError
+from evalsuite.metrics.cdm import CdmToolchainUnavailableError
 from evalsuite.metrics.omnidocbench import versions
 from evalsuite.metrics.omnidocbench.evaluation import PAGE_FIELDS
 from tests.test_omnidocbench_score import write_run
@@ -129,7 +129,9 @@ def test_v15_rounds_the_leaderboard_parts(tmp_path, capsys, monkeypatch):
 
 def test_an_unloadable_cdm_asks_for_no_cdm(tmp_path, capsys, monkeypatch):
     def unloadable(version):
-        raise CdmToolchainMissingError("CDM needs xelatex; install with: sudo make cdm-toolchain")
+        raise CdmToolchainUnavailableError(
+            "CDM needs xelatex; install with: sudo make cdm-toolchain"
+        )
 
     monkeypatch.setattr(score_command, "cdm_hook", unloadable)
     write_run("text_only", tmp_path)

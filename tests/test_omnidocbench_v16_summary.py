@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from evalsuite.metrics.cdm import CdmToolchainMissingError
+from evalsuite.metrics.cdm import CdmToolchainUnavailableError
 from evalsuite.metrics.omnidocbench.formula_cdm import cdm_hook
 from evalsuite.metrics.omnidocbench.v16_summary import (
     evaluate_run_v16,
@@ -174,7 +174,7 @@ def test_official_run_with_the_suites_cdm() -> None:
     """The whole v1.6 metric step with the suite's own v1.6 CDM equals the official run."""
     try:
         formula_cdm = cdm_hook("1.6", workers=2)
-    except CdmToolchainMissingError as error:
+    except CdmToolchainUnavailableError as error:
         pytest.skip(str(error))
     run = next(run for run in SUMMARY_CASES["runs"] if run["name"] == "cdm_all")
     names = [page["page_info"]["image_path"] for page in run["gt_pages"]]

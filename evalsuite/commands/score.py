@@ -41,7 +41,7 @@ from evalsuite.commands.score_cdm import run_cdm
 from evalsuite.datasets.olmocr_bench import load_olmocr_bench
 from evalsuite.datasets.omnidocbench import load_omnidocbench
 from evalsuite.errors import DatasetFormatError, EvalsuiteError
-from evalsuite.metrics.cdm import CdmToolchainMissingError
+from evalsuite.metrics.cdm import CdmToolchainUnavailableError
 from evalsuite.metrics.olmocr_bench import BenchScores, score_predictions
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION
 from evalsuite.metrics.omnidocbench.evaluation import (
@@ -56,7 +56,7 @@ from evalsuite.metrics.omnidocbench.versions import (
     rules_for,
     version_for_pages,
 )
-from evalsuite.render.katex import KatexUnavailable
+from evalsuite.render.katex import KatexUnavailableError
 from evalsuite.textformat import echo, format_table, shorten
 
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         bench = load_olmocr_bench(args.tests, force=args.force)
         scores = score_predictions(bench.tests, bench.pdfs, args.pred,
                                    n_bootstrap=args.bootstrap_samples, seed=args.seed)
-    except (DatasetFormatError, KatexUnavailable, OSError) as error:
+    except (DatasetFormatError, KatexUnavailableError, OSError) as error:
         echo(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
@@ -154,8 +154,8 @@ def _cdm_hook(version: str) -> FormulaCdm | None:
     """``version``'s CDM hook; a missing toolchain's message also offers ``--no-cdm``."""
     try:
         return cdm_hook(version)
-    except CdmToolchainMissingError as error:
-        raise CdmToolchainMissingError(f"{error}; or pass --no-cdm to score without CDM"
+    except CdmToolchainUnavailableError as error:
+        raise CdmToolchainUnavailableError(f"{error}; or pass --no-cdm to score without CDM"
                                        ) from None
 
 

@@ -47,6 +47,7 @@ from bs4 import BeautifulSoup
 from fuzzysearch import find_near_matches
 from rapidfuzz import fuzz
 
+from evalsuite.errors import EvalsuiteError
 from evalsuite.render.katex import renders_match, shared_renderer
 
 OLMOCR_VERSION = "0.4.27"
@@ -65,7 +66,7 @@ _TEST_TYPES = ("baseline", "present", "absent", "order", "table", "math")
 _COMMON_FIELDS = {"pdf", "page", "id", "type", "max_diffs", "checked", "url"}
 
 
-class TestDefinitionError(ValueError):
+class TestDefinitionError(EvalsuiteError, ValueError):
     """A test line the official loader refuses (its ``ValidationError`` or ``TypeError``)."""
 
     __test__ = False  # not a pytest test class

@@ -17,11 +17,11 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import ToolUnavailableError
 
 __all__ = [
     "MODULE_NAME",
-    "PylatexencV210Missing",
+    "PylatexencV210UnavailableError",
     "folder",
     "latex_to_text",
     "looks_malformed",
@@ -32,7 +32,7 @@ MODULE_NAME = "pylatexenc_v210"
 INSTALL_COMMAND = "pip install --no-deps --target {folder} pylatexenc==2.10"
 
 
-class PylatexencV210Missing(EvalsuiteError, ImportError):
+class PylatexencV210UnavailableError(ToolUnavailableError, ImportError):
     """pylatexenc 2.10 is not installed in its folder."""
 
 
@@ -47,7 +47,7 @@ def folder() -> Path:
 def _load(location: Path) -> ModuleType:
     init = location / "pylatexenc" / "__init__.py"
     if not init.is_file():
-        raise PylatexencV210Missing(
+        raise PylatexencV210UnavailableError(
             f"pylatexenc 2.10 (OmniDocBench v1.6) is not installed in {location}: run "
             f"`make setup` or `{INSTALL_COMMAND.format(folder=location)}`")
     spec = importlib.util.spec_from_file_location(
@@ -64,7 +64,7 @@ def _load(location: Path) -> ModuleType:
     if version != "2.10":
         for name in [name for name in sys.modules if name.split(".")[0] == MODULE_NAME]:
             del sys.modules[name]
-        raise PylatexencV210Missing(
+        raise PylatexencV210UnavailableError(
             f"{location} holds pylatexenc {version}, not 2.10: reinstall it with "
             f"`{INSTALL_COMMAND.format(folder=location)}`")
     return package
@@ -74,7 +74,7 @@ def module() -> ModuleType:
     """The pylatexenc 2.10 package (loaded once, as ``pylatexenc_v210``).
 
     Raises:
-        PylatexencV210Missing: it is not installed in :func:`folder`."""
+        PylatexencV210UnavailableError: it is not installed in :func:`folder`."""
     return _load(folder())
 
 

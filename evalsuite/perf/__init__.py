@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from evalsuite.errors import ToolUnavailableError
 from evalsuite.textformat import format_table
 
 Clock = Callable[[], float]
@@ -30,14 +31,14 @@ BASELINE_MAX_RUNS, BASELINE_BUDGET_S = 3, 6.0
 FAST_MAX_RUNS, FAST_BUDGET_S = 25, 1.0
 
 
-class BaselineUnavailable(RuntimeError):
+class BaselineUnavailableError(ToolUnavailableError, RuntimeError):
     """An external baseline cannot run here; the message says how to make it available."""
 
 
 @dataclass(frozen=True)
 class ExternalBaseline:
     """A baseline timed elsewhere: ``measure(max_runs, budget_s)`` returns the median seconds
-    per call and the results of every call, or raises :class:`BaselineUnavailable`."""
+    per call and the results of every call, or raises :class:`BaselineUnavailableError`."""
 
     measure: Callable[[int, float], tuple[float, list[Any]]]
 
@@ -103,7 +104,7 @@ def run_case(case: PerfCase, *, clock: Clock = time.perf_counter) -> PerfResult:
             baseline_s, baseline_results = case.baseline.measure(
                 BASELINE_MAX_RUNS, BASELINE_BUDGET_S
             )
-        except BaselineUnavailable as error:
+        except BaselineUnavailableError as error:
             return PerfResult(case.name, 0.0, 0.0, case.required_ratio, False, str(error))
     else:
         baseline_s, baseline_results = time_runs(

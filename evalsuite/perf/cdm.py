@@ -30,7 +30,7 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.cdm import cdm_scores, ensure_toolchain
-from evalsuite.perf import BaselineUnavailable, ExternalBaseline, PerfCase
+from evalsuite.perf import BaselineUnavailableError, ExternalBaseline, PerfCase
 
 PAIR_COUNT = 200
 SOURCE_VARIABLE = "EVALSUITE_OMNIDOCBENCH_V16_SRC"
@@ -78,24 +78,24 @@ def official_run() -> tuple[float, list[float]]:
     source = configured_path(SOURCE_VARIABLE, REFSRC_VARIABLE, REFSRC_NAME)
     python = configured_path(PYTHON_VARIABLE, REFENV_VARIABLE, REFENV_NAME)
     if source is None or python is None:
-        raise BaselineUnavailable(f"official CDM v1.6 not configured: {HOW_TO_GET}")
+        raise BaselineUnavailableError(f"official CDM v1.6 not configured: {HOW_TO_GET}")
     if not (source / "src/metrics/cdm_metric.py").is_file() or not python.is_file():
-        raise BaselineUnavailable(
+        raise BaselineUnavailableError(
             f"official CDM v1.6 not found (tree {source}, Python {python}): {HOW_TO_GET}"
         )
     try:
         ensure_toolchain("1.6")
     except EvalsuiteError as error:
-        raise BaselineUnavailable(str(error)) from None
+        raise BaselineUnavailableError(str(error)) from None
     if shutil.which("convert") is None:
-        raise BaselineUnavailable(f"ImageMagick's convert is not on PATH: {HOW_TO_GET}")
+        raise BaselineUnavailableError(f"ImageMagick's convert is not on PATH: {HOW_TO_GET}")
     job = {"official": str(source), "pairs": perf_pairs(), "workers": workers()}
     completed = subprocess.run(
         [str(python), str(TIMER_SCRIPT)], input=json.dumps(job), capture_output=True, text=True,
         check=False,
     )
     if completed.returncode != 0:
-        raise BaselineUnavailable(
+        raise BaselineUnavailableError(
             f"the official CDM failed in {python}: {completed.stderr.strip()[-300:]}"
         )
     timed = json.loads(completed.stdout)

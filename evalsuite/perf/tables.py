@@ -25,7 +25,7 @@ from apted import APTED, Config
 from lxml import html
 
 from evalsuite.metrics.tables import teds
-from evalsuite.perf import BaselineUnavailable, ExternalBaseline, PerfCase
+from evalsuite.perf import BaselineUnavailableError, ExternalBaseline, PerfCase
 from evalsuite.perf.text import baseline_edit_distance
 
 TABLE_ROWS, TABLE_COLUMNS = 40, 15
@@ -182,7 +182,7 @@ def omnidocbench_teds(pred_html: str, gt_html: str, *, structure_only: bool) -> 
     def measure(max_runs: int, budget_s: float) -> tuple[float, list[Any]]:
         python = perf_python()
         if not python.is_file():
-            raise BaselineUnavailable(
+            raise BaselineUnavailableError(
                 f"no perf environment at {python}: run `make perf-env` (or set "
                 f"{PERF_PYTHON_VARIABLE} to a Python with omnidocbench=={OMNIDOCBENCH_VERSION})"
             )
@@ -191,7 +191,7 @@ def omnidocbench_teds(pred_html: str, gt_html: str, *, structure_only: bool) -> 
         completed = subprocess.run([str(python), str(TIMER_SCRIPT)], input=json.dumps(job),
                                    capture_output=True, text=True, check=False)
         if completed.returncode != 0:
-            raise BaselineUnavailable(
+            raise BaselineUnavailableError(
                 f"OmniDocBench's TEDS failed in {python}: {completed.stderr.strip()[-500:]}"
             )
         timed = json.loads(completed.stdout)

@@ -35,6 +35,7 @@ from typing import Any
 from bs4 import BeautifulSoup
 
 from evalsuite.browser import INSTALL_HINT, missing_browser, start_chromium
+from evalsuite.errors import ToolUnavailableError
 
 KATEX_VERSION = "0.16.21"
 KATEX_DIR_VARIABLE = "EVALSUITE_KATEX_DIR"
@@ -69,7 +70,7 @@ return {mathml: math ? math.outerHTML : "", spans: spans};
 """
 
 
-class KatexUnavailable(RuntimeError):
+class KatexUnavailableError(ToolUnavailableError, RuntimeError):
     """KaTeX, Chromium or chromedriver is missing; the message says how to install it."""
 
 
@@ -108,10 +109,12 @@ def katex_dir() -> Path:
     if all((folder / name).is_file() for name in _ASSETS):
         return folder
     if configured:
-        raise KatexUnavailable(f"{KATEX_DIR_VARIABLE}={configured} has no {' and '.join(_ASSETS)}")
+        raise KatexUnavailableError(
+            f"{KATEX_DIR_VARIABLE}={configured} has no {' and '.join(_ASSETS)}"
+        )
     npm = shutil.which("npm")
     if npm is None:
-        raise KatexUnavailable(
+        raise KatexUnavailableError(
             f"olmOCR-bench's math tests need KaTeX {KATEX_VERSION}: install Node.js and npm "
             f"(apt-get install -y npm), or put {' and '.join(_ASSETS)} in a folder named by "
             f"{KATEX_DIR_VARIABLE}"
@@ -123,7 +126,9 @@ def katex_dir() -> Path:
             capture_output=True, text=True, check=False,
         )
         if packed.returncode != 0:
-            raise KatexUnavailable(f"npm pack katex@{KATEX_VERSION} failed: {packed.stderr[-500:]}")
+            raise KatexUnavailableError(
+                f"npm pack katex@{KATEX_VERSION} failed: {packed.stderr[-500:]}"
+            )
         staging = Path(tempfile.mkdtemp(dir=folder.parent))  # beside it: the rename is atomic
         with tarfile.open(Path(scratch) / f"katex-{KATEX_VERSION}.tgz") as archive:
             for name in _ASSETS:
@@ -135,7 +140,7 @@ def katex_dir() -> Path:
     except OSError:  # another process filled it first
         shutil.rmtree(staging, ignore_errors=True)
     if not all((folder / name).is_file() for name in _ASSETS):
-        raise KatexUnavailable(f"{folder} lacks {' or '.join(_ASSETS)} after fetching them")
+        raise KatexUnavailableError(f"{folder} lacks {' or '.join(_ASSETS)} after fetching them")
     return folder
 
 
@@ -150,7 +155,7 @@ class EquationRenderer:
     def __init__(self) -> None:
         missing = missing_browser()
         if missing:
-            raise KatexUnavailable(f"{', '.join(missing)} missing: {INSTALL_HINT}")
+            raise KatexUnavailableError(f"{', '.join(missing)} missing: {INSTALL_HINT}")
         assets = katex_dir()
         self._driver = start_chromium(VIEWPORT)
         self._driver.get("about:blank")
@@ -165,7 +170,7 @@ class EquationRenderer:
         )
         if not self._driver.execute_script("return typeof katex !== 'undefined';"):
             self.close()
-            raise KatexUnavailable(f"KaTeX from {assets} did not load in Chromium")
+            raise KatexUnavailableError(f"KaTeX from {assets} did not load in Chromium")
         self._cache: dict[str, RenderedEquation] = {}
 
     def render(self, latex: str) -> RenderedEquation:

@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalsuite import __version__
 from evalsuite.engines.base import Engine, InferenceRequest, InferenceResult, image_sha256
 from evalsuite.engines.deepseek_inputs import with_image_placeholder
-from evalsuite.errors import ImageInputError
+from evalsuite.errors import EvalsuiteError, ImageInputError
 from evalsuite.images import max_image_pixels, open_image
 from evalsuite.serving.guards import BearerKey, BodyLimit, default_body_limit, excerpt
 from evalsuite.tokens import MODES
@@ -79,7 +79,7 @@ class ServedRequest(InferenceRequest):
         return image_sha256(self.image)
 
 
-class RequestError(ValueError):
+class RequestError(EvalsuiteError, ValueError):
     """A request the server cannot serve; ``status`` is the HTTP status to answer with."""
 
     def __init__(self, message: str, status: int = 400) -> None:

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalsuite.errors import EvalsuiteError
+
 READY_LINE = re.compile(r"^evalsuite serve: .* on (?P<api_base>http://\S+/v1) \(max batch \d+\)$")
 
 
-class ServeProcessError(RuntimeError):
+class ServeProcessError(EvalsuiteError, RuntimeError):
     """``evalsuite serve`` exited or stayed silent instead of becoming ready."""
 
 

@@ -28,15 +28,15 @@ from evalsuite.metrics.cdm.cdm_v15 import cdm_v15_scores
 from evalsuite.metrics.cdm.katex_v15 import normaliser_dir
 from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_boxes
 from evalsuite.metrics.cdm.render import MAX_FORMULA_CHARS, Rendering, RenderJob, cached, store
-from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
+from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError, program_paths
 
 __all__ = [
     "CDM_VERSIONS",
     "VERSIONS",
     "CdmScore",
-    "CdmToolchainMissingError",
+    "CdmToolchainUnavailableError",
     "CdmVersion",
-    "CdmVersionUnavailableError",
+    "UnknownCdmVersionError",
     "cdm_scores",
     "ensure_toolchain",
     "score_jobs",
@@ -50,8 +50,8 @@ PARALLEL_MATCH_MIN = 32
 """From this many pairs on, matching (RANSAC in numpy, CPU-bound) runs in worker processes."""
 
 
-class CdmVersionUnavailableError(EvalsuiteError):
-    """A CDM version this build does not compute."""
+class UnknownCdmVersionError(EvalsuiteError):
+    """No CDM version of that name is computed here."""
 
 
 def score_jobs(
@@ -147,11 +147,11 @@ def ensure_toolchain(version: str) -> None:
     """Check up front that CDM ``version`` can run here.
 
     Raises:
-        CdmVersionUnavailableError: a version this build does not compute.
-        CdmToolchainMissingError: a program or file it needs is absent (the message names the
+        UnknownCdmVersionError: a version this build does not compute.
+        CdmToolchainUnavailableError: a program or file it needs is absent (the message names the
             command that installs it)."""
     if version not in CDM_VERSIONS:
-        raise CdmVersionUnavailableError(
+        raise UnknownCdmVersionError(
             f"CDM v{version} is not computed here (versions: {', '.join(CDM_VERSIONS)})")
     program_paths(version)
     VERSIONS[version].check_files()

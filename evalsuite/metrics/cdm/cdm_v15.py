@@ -74,7 +74,7 @@ def score_sides_v15(gt: RenderedSide | None, pred: RenderedSide | None) -> CdmSc
 def cdm_v15_scores(pairs: list[tuple[str, str]], *, workers: int | None = None) -> list[CdmScore]:
     """v1.5 CDM of each (gt, pred) LaTeX pair, in order; distinct strings rendered in parallel.
 
-    Raises CdmToolchainMissingError first where xelatex, gs, node or the KaTeX JS is missing."""
+    Raises CdmToolchainUnavailableError first where xelatex, gs, node or the KaTeX JS is missing."""
     program_paths("1.5")
     normaliser_dir()
     distinct = sorted({text for pair in pairs for text in pair})

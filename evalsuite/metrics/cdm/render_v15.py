@@ -37,7 +37,7 @@ from evalsuite.metrics.cdm.render import (
     palette_colour,
     run_program,
 )
-from evalsuite.metrics.cdm.toolchain import CdmToolchainMissingError, program_paths
+from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError, program_paths
 
 OFFICIAL_CJK_FONT = "Source Han Sans SC"
 FALLBACK_CJK_FONT = "Noto Sans CJK SC"
@@ -104,7 +104,7 @@ def cjk_font() -> tuple[str, dict[str, str]]:
     if not folder:
         return FALLBACK_CJK_FONT, {}
     if not any(Path(folder).glob("SourceHanSansSC-*.otf")):
-        raise CdmToolchainMissingError(f"{FONTS_ENV}={folder} holds no SourceHanSansSC-*.otf")
+        raise CdmToolchainUnavailableError(f"{FONTS_ENV}={folder} holds no SourceHanSansSC-*.otf")
     private = Path(tempfile.mkdtemp(prefix="cdm15_fontconfig_"))
     conf = private / "fonts.conf"
     conf.write_text(

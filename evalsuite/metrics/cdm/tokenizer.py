@@ -14,7 +14,7 @@ back to the input where ``ok`` is false or ``text`` empty. Two paths:
 
 Any error while normalising gives the empty result, hence the fallback, as officially, except
 that a missing pylatexenc 2.10 raises :class:`~evalsuite.metrics.pylatexenc_v210.
-PylatexencV210Missing` instead of scoring every formula from its raw text. The
+PylatexencV210UnavailableError` instead of scoring every formula from its raw text. The
 official limits can be changed through environment variables (``CDM_MAX_LATEX_INPUT_LEN``,
 ``CDM_TOKENIZE_TIMEOUT_SEC``); here they are fixed at the official defaults. The time limit is a
 SIGALRM timer and, as officially, only applies in the main thread.

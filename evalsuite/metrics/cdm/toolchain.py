@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import ToolUnavailableError
 
 INSTALL_COMMAND = (
     "sudo make cdm-toolchain (in the evalsuite checkout; Debian packages listed in "
@@ -26,18 +26,18 @@ REQUIRED_PROGRAMS: dict[str, tuple[str, ...]] = {
 }
 
 
-class CdmToolchainMissingError(EvalsuiteError):
+class CdmToolchainUnavailableError(ToolUnavailableError):
     """CDM was asked for but a program its version runs is not on PATH."""
 
 
 @functools.cache
 def program_paths(version: str = DEFAULT_VERSION) -> dict[str, str]:
-    """Path of each program CDM ``version`` runs; CdmToolchainMissingError naming the absent
+    """Path of each program CDM ``version`` runs; CdmToolchainUnavailableError naming the absent
     ones and the install command."""
     found = {name: shutil.which(name) for name in REQUIRED_PROGRAMS[version]}
     missing = [name for name, path in found.items() if path is None]
     if missing:
-        raise CdmToolchainMissingError(
+        raise CdmToolchainUnavailableError(
             f"CDM v{version} needs {' and '.join(missing)} on PATH; install with: {INSTALL_COMMAND}"
         )
     return {name: path for name, path in found.items() if path is not None}

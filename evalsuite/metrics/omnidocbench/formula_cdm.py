@@ -22,7 +22,7 @@ def cdm_hook(version: str, *, workers: int | None = None) -> FormulaCdm | None:
     is checked now, before any page.
 
     Raises:
-        CdmToolchainMissingError: a program CDM needs is absent (names the install command)."""
+        CdmToolchainUnavailableError: a program CDM needs is absent (names the install command)."""
     cdm_version = rules_for(version).cdm_version
     if cdm_version is None:
         return None

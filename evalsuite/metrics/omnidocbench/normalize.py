@@ -29,11 +29,11 @@ from bs4.builder._htmlparser import BeautifulSoupHTMLParser, HTMLParserTreeBuild
 from pylatexenc.latex2text import LatexNodes2Text
 
 from evalsuite.confined import file_size_limit, latexml_arguments, latexml_environment
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import ToolUnavailableError
 from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
 __all__ = [
-    "LatexmlUnavailable",
+    "LatexmlUnavailableError",
     "collapse_repeated_chars",
     "inline_math_to_unicode",
     "keep_word_chars",
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-class LatexmlUnavailable(EvalsuiteError, RuntimeError):
+class LatexmlUnavailableError(ToolUnavailableError, RuntimeError):
     """``latexmlc`` (LaTeXML), which converts LaTeX tables to HTML, is not on PATH."""
 
 
@@ -464,12 +464,12 @@ def latexmlc_tables(document: str, version: str, timeout_s: float | None = None)
     of a path) is converted without that file.
 
     Raises:
-        LatexmlUnavailable: ``latexmlc`` is not on PATH (``version`` names the benchmark
+        LatexmlUnavailableError: ``latexmlc`` is not on PATH (``version`` names the benchmark
             version in the message).
     """
     latexmlc = shutil.which("latexmlc")
     if latexmlc is None:
-        raise LatexmlUnavailable(
+        raise LatexmlUnavailableError(
             f"latexmlc (LaTeXML) is not on PATH; OmniDocBench {version} converts LaTeX tables"
             " with it. Install it: `apt install latexml` (Debian/Ubuntu) or see"
             " https://math.nist.gov/~BMiller/LaTeXML/"
@@ -505,7 +505,7 @@ def latex_table_to_html(latex: str) -> str:
     sizes…) but never calls it, so none is applied; several tables come out as one.
 
     Raises:
-        LatexmlUnavailable: ``latexmlc`` is not on PATH (v1.0 would silently score "" instead).
+        LatexmlUnavailableError: ``latexmlc`` is not on PATH (v1.0 would silently score "" instead).
     """
     return latexmlc_tables(_latex_table_document(latex), "v1.0")
 
@@ -516,7 +516,7 @@ def normalize_table(table: str, table_format: str = "html") -> str:
 
     Raises:
         ValueError: ``table_format`` is neither ``"html"`` nor ``"latex"``.
-        LatexmlUnavailable: ``"latex"`` without ``latexmlc`` on PATH.
+        LatexmlUnavailableError: ``"latex"`` without ``latexmlc`` on PATH.
     """
     if table_format == "html":
         return normalize_html_table(table)

@@ -155,7 +155,7 @@ class PageMatches:
         """``latex_table_rows`` scored as the run's tables when its format is LaTeX.
 
         Raises:
-            LatexmlUnavailable: ``latexmlc`` is not on PATH."""
+            LatexmlUnavailableError: ``latexmlc`` is not on PATH."""
         return [_table_sample(row, "latex") for row in self.latex_table_rows]
 
     def table_samples(self, table_format: str) -> list[ElementSample]:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalsuite.errors import EvalsuiteError
 from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
 ELEMENTS = ("text_block", "display_formula", "table", "reading_order")
@@ -65,7 +66,7 @@ class ScoredSample(Protocol):
     cdm: float | None
 
 
-class SummaryError(ValueError):
+class SummaryError(EvalsuiteError, ValueError):
     """A sample that the official aggregation cannot place (it would raise there too)."""
 
 

@@ -190,7 +190,7 @@ def md_tex_filter_v16(content: str) -> dict[str, list[dict]]:
     items are absent (the official ``defaultdict`` yields ``[]`` for them).
 
     Raises:
-        LatexmlUnavailable: the page has a LaTeX table and ``latexmlc`` is not on PATH.
+        LatexmlUnavailableError: the page has a LaTeX table and ``latexmlc`` is not on PATH.
     """
     found: list[dict] = []
     for match in _IMAGE.finditer(content):

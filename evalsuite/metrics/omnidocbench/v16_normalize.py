@@ -252,7 +252,7 @@ def safe_latex_to_text_v16(latex: str, fallback: str) -> str:
         return fallback
     try:
         return pylatexenc_v210.latex_to_text(latex)
-    except pylatexenc_v210.PylatexencV210Missing:
+    except pylatexenc_v210.PylatexencV210UnavailableError:
         raise
     except Exception:  # any failure of the conversion falls back officially
         return fallback

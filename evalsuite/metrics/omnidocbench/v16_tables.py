@@ -11,7 +11,7 @@ deletion, LaTeXML for LaTeX tables) and adds:
 
 Deliberate deviations: the official environment overrides (``OMNIDOCBENCH_MAX_LATEX_INPUT_LEN``,
 ``OMNIDOCBENCH_LATEXMLC_TIMEOUT_SEC``) are not read; their defaults (8000 characters, 60 s) are
-fixed. A missing ``latexmlc`` raises :class:`LatexmlUnavailable` (v1.6 would score "").
+fixed. A missing ``latexmlc`` raises :class:`LatexmlUnavailableError` (v1.6 would score "").
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def latex_table_to_html_v16(latex: str) -> str:
     newlines, through :func:`normalize_html_table_v16` (so "" stays "").
 
     Raises:
-        LatexmlUnavailable: ``latexmlc`` is not on PATH.
+        LatexmlUnavailableError: ``latexmlc`` is not on PATH.
     """
     if table_latex_is_bad(latex):
         return ""
@@ -200,7 +200,7 @@ def normalize_table_v16(table: str, table_format: str) -> str:
 
     Raises:
         ValueError: ``table_format`` is neither ``"html"`` nor ``"latex"``.
-        LatexmlUnavailable: ``"latex"`` without ``latexmlc`` on PATH.
+        LatexmlUnavailableError: ``"latex"`` without ``latexmlc`` on PATH.
     """
     if table_format == "html":
         return normalize_html_table_v16(table)
