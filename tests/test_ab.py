@@ -21,14 +21,9 @@ from evalsuite.errors import NothingPairedError, RunNotFoundError
 from evalsuite.records.metadata import RunMetadata
 from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.records.results import RunResults, read_results
-from evalsuite.reports.ab import (
-    compare_runs,
-    pair_records,
-    render_html,
-    render_text,
-    report_json,
-    resolve_run,
-)
+from evalsuite.reports.ab import resolve_run
+from evalsuite.reports.ab_compute import compare_runs, pair_records
+from evalsuite.reports.ab_render import render_html, render_text, report_json
 from evalsuite.stats_paired import (
     discordant_counts,
     holm_adjust,
