@@ -24,7 +24,7 @@ from evalsuite.benchmarks import fox
 from evalsuite.records.history import read_history
 from evalsuite.records.model import BenchmarkRecord, MetricSummary
 from evalsuite.records.results import RunMetadata
-from evalsuite.reports import charts, dashboard
+from evalsuite.reports import charts, dashboard, dashboard_compute
 from evalsuite.reports.charts import run_labels, trend_charts
 from evalsuite.reports.geometry import nice_ticks, tick_label
 from evalsuite.reports.series import Point, SeriesKey
@@ -245,7 +245,7 @@ def _rank_cells(page: str, table_id: str) -> list[tuple[str, str, str]]:
 def test_rankings_compare_like_with_like_tie_equal_values_and_keep_medals_above_the_floor(
     tmp_path: Path,
 ) -> None:
-    floor = dashboard.MEDAL_FLOOR
+    floor = dashboard_compute.MEDAL_FLOOR
     records = [
         _record("a", "mode=small", edit_precision=0.9),
         _record("b", "mode=small", edit_precision=0.9),  # a tie with a

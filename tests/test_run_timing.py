@@ -13,7 +13,7 @@ import pytest
 
 from evalsuite.records.metadata import invocation_command, new_run_id, run_started
 from evalsuite.records.results import read_results
-from evalsuite.reports.dashboard import duration_text
+from evalsuite.reports.dashboard_render import duration_text
 from tests.faults_support import FIXED_TEXT, bench_env, run_benches
 
 SLEEP_S = 1.5
