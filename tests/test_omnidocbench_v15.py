@@ -24,6 +24,7 @@ import pytest
 
 from evalsuite.metrics.omnidocbench import versions
 from evalsuite.metrics.omnidocbench.evaluation import (
+    CODE_BASES,
     PAGE_FIELDS,
     Evaluation,
     cdm_pair,
@@ -367,3 +368,11 @@ def _meets_the_official_run(run: str, rules: versions.Rules) -> bool:
              case["official"][run][V]["pairs"][element])
         for case in cases for element in ELEMENTS
     )
+
+
+def test_every_version_is_scored_by_a_code_base_that_exists() -> None:
+    """A row names its page and metric steps through ``code_base``; v1.5 is v1.0's code with
+    other flags, v1.6 its own."""
+    assert {version: rules.code_base for version, rules in versions.RULES.items()} == {
+        "1.0": "1.0", "1.5": "1.0", "1.6": "1.6"}
+    assert {rules.code_base for rules in versions.RULES.values()} <= set(CODE_BASES)

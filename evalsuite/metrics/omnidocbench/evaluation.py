@@ -43,7 +43,7 @@ from evalsuite.metrics.omnidocbench.v16_summary import (
     gt_pages_by_element,
     match_debug_v16,
 )
-from evalsuite.metrics.omnidocbench.versions import RULES, V16, rules_for
+from evalsuite.metrics.omnidocbench.versions import RULES, Rules, rules_for
 from evalsuite.textfiles import read_prediction
 
 OFFICIAL_VERSION = {version: rules.label for version, rules in RULES.items()}
@@ -229,9 +229,13 @@ def score_page(
 
     The page is its own run: the run-wide rules see this page only (the table format of v1.0;
     in v1.5 a formula matched to text joins the text samples unless the page has none)."""
-    if version == V16.version:
-        return _score_page_v16(gt_page, prediction, formula_cdm)
     rules = rules_for(version)
+    return CODE_BASES[rules.code_base].score_page(gt_page, prediction, rules, formula_cdm)
+
+
+def _score_page_v10(
+    gt_page: Mapping[str, Any], prediction: str, rules: Rules, formula_cdm: FormulaCdm | None
+) -> dict[str, float | None]:
     page = match_page(gt_page, prediction, rules=rules)
     _, samples = run_samples([page], rules)
     if formula_cdm is not None and samples["display_formula"]:
@@ -270,10 +274,20 @@ def evaluate_pages(
         ValueError: an unknown version, or ``formula_cdm`` with version "1.0".
         MatchError: a page the official evaluation stops on."""
     rules = rules_for(version)
-    if version == V16.version:
-        return _evaluate_v16(pages, predictions, page_info, formula_cdm)
     if formula_cdm is not None and rules.cdm_version is None:
-        raise ValueError("CDM is part of the evaluation from v1.5 on, not of v1.0")
+        raise ValueError(f"CDM is part of the evaluation from v1.5 on, not of v{rules.version}")
+    return CODE_BASES[rules.code_base].evaluate(pages, predictions, page_info, rules, formula_cdm)
+
+
+def _evaluate_v10(
+    pages: Sequence[Mapping[str, Any]],
+    predictions: Callable[[str], str | None],
+    page_info: Mapping[str, Mapping[str, Any]],
+    rules: Rules,
+    formula_cdm: FormulaCdm | None,
+) -> Evaluation:
+    """:func:`evaluate_pages` by v1.0's code (v1.0, v1.5): a page without a prediction is
+    skipped."""
     matched: list[PageMatches] = []
     missing = []
     for page in pages:
@@ -302,6 +316,7 @@ def _evaluate_v16(
     pages: Sequence[Mapping[str, Any]],
     predictions: Callable[[str], str | None],
     page_info: Mapping[str, Mapping[str, Any]],
+    rules: Rules,
     formula_cdm: FormulaCdm | None,
 ) -> Evaluation:
     """:func:`evaluate_pages` by v1.6: every page scored, one without a prediction as empty."""
@@ -316,21 +331,36 @@ def _evaluate_v16(
                                 strict=True)))
     run = evaluate_run_v16(outputs, page_info, gt_pages_by_element(pages),
                            formula_cdm=formula_cdm, match_debug=match_debug_v16(len(pages)))
-    by_page = {element: [replace(sample, img_id=sample_page(sample.img_id, V16))
+    by_page = {element: [replace(sample, img_id=sample_page(sample.img_id, rules))
                          for sample in members]
                for element, members in run.samples.items()}
     return Evaluation(_page_figures(by_page, names), run.metric_result, None, missing, "html",
-                      V16.version, V16.commit, leaderboard_overall_v16(run))
+                      rules.version, rules.commit, leaderboard_overall_v16(run))
 
 
 def _score_page_v16(
-    gt_page: Mapping[str, Any], prediction: str, formula_cdm: FormulaCdm | None
+    gt_page: Mapping[str, Any], prediction: str, rules: Rules, formula_cdm: FormulaCdm | None
 ) -> dict[str, float | None]:
     name = Path(gt_page["page_info"]["image_path"]).name
     evaluation = _evaluate_v16([gt_page], lambda _: prediction,
-                               {name: gt_page["page_info"].get("page_attribute", {})}, formula_cdm)
+                               {name: gt_page["page_info"].get("page_attribute", {})}, rules,
+                               formula_cdm)
     figures: dict[str, float | None] = dict(evaluation.pages[name[:-4]])
     cdm = evaluation.result["display_formula"]["all"].get("CDM", {}).get("all")
     figures["display_formula_cdm"] = cdm if isinstance(cdm, float) else None
     return figures
 
+
+@dataclass(frozen=True)
+class CodeBase:
+    """One official code base's whole-run and one-page evaluation (``Rules.code_base``)."""
+
+    evaluate: Callable[[Sequence[Mapping[str, Any]], Callable[[str], str | None],
+                        Mapping[str, Mapping[str, Any]], Rules, FormulaCdm | None], Evaluation]
+    score_page: Callable[[Mapping[str, Any], str, Rules, FormulaCdm | None],
+                         dict[str, float | None]]
+
+
+CODE_BASES = {"1.0": CodeBase(_evaluate_v10, _score_page_v10),
+              "1.6": CodeBase(_evaluate_v16, _score_page_v16)}
+"""``Rules.code_base`` -> its :class:`CodeBase`."""

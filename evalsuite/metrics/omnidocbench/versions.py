@@ -49,7 +49,9 @@ class Rules:
     prediction is scored as an empty page (else skipped); ``summary_file``: the file among the
     predictions the suite writes the official summary to; ``max_run``: the most consecutive
     predictions the quick match joins into one run (None: no limit); ``formulas_found_in_text``:
-    the quick match's step 3 looks for ground-truth display formulas inside predictions too.
+    the quick match's step 3 looks for ground-truth display formulas inside predictions too;
+    ``code_base``: the official code base whose page and metric steps score the version ("1.0":
+    v1.0's, which v1.5 changes only through these flags; "1.6": v1.6's own modules).
     """
 
     version: str
@@ -70,6 +72,7 @@ class Rules:
     missing_pages_scored_empty: bool = False
     max_run: int | None = None
     formulas_found_in_text: bool = True
+    code_base: str = "1.0"
 
     @property
     def label(self) -> str:
@@ -121,6 +124,7 @@ V16 = replace(
     missing_pages_scored_empty=True,
     max_run=160,
     formulas_found_in_text=False,
+    code_base="1.6",
 )
 """v1.6's rules: its quick match (:mod:`.mgam`) reads ``max_run`` and ``formulas_found_in_text``;
 its page step (:mod:`.v16_page`) and metric step (:mod:`.v16_summary`) are its own modules (its
