@@ -1,4 +1,4 @@
-"""Shared pdflatex runs (evalsuite.metrics.cdm.batch) give what one run per formula gives.
+"""Shared pdflatex runs (evalsuite.metrics.cdm.common.batch) give what one run per formula gives.
 
 The official-code comparison of the shared renderer is tests/test_cdm_v16.py (every case side
 is rendered through ``score_jobs``); here formulas chosen to stress the sharing (TeX errors
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.metrics.cdm import VERSIONS, batch
-from evalsuite.metrics.cdm.batch import (
+from evalsuite.metrics.cdm import VERSIONS
+from evalsuite.metrics.cdm.common import batch
+from evalsuite.metrics.cdm.common.batch import (
     MARKER,
     TEX_ERROR_LIMIT,
     batch_document,
@@ -22,7 +23,7 @@ from evalsuite.metrics.cdm.batch import (
     may_err,
     render_many,
 )
-from evalsuite.metrics.cdm.render import RenderJob, Template, latex_document, render_uncached
+from evalsuite.metrics.cdm.common.render import RenderJob, Template, latex_document, render_uncached
 
 STRESS = [
     r"x^2 + y^2 = z^2",

@@ -1,10 +1,10 @@
 """CDM's fast paths against slow references written out here, trial by trial and pixel by pixel.
 
-* RANSAC: :func:`~evalsuite.metrics.cdm.matching.ransac_inliers` scores all trials in one array;
-  the reference fits and applies each trial's model on its own, drawing its sample from the
+* RANSAC: :func:`~evalsuite.metrics.cdm.common.matching.ransac_inliers` scores all trials in one
+  array; the reference fits and applies each trial's model on its own, drawing its sample from the
   generator as it goes, as the official v1.6 code and scikit-image 0.20 (v1.5) do.
-* Cropping: :func:`~evalsuite.metrics.cdm.render.crop_to_ink` converts only coloured pixels to
-  grey and reads RGBA pages without dropping alpha first; the reference converts the whole RGB
+* Cropping: :func:`~evalsuite.metrics.cdm.common.render.crop_to_ink` converts only coloured pixels
+  to grey and reads RGBA pages without dropping alpha first; the reference converts the whole RGB
   image with PIL, as the official code does.
 * The pdflatex log's page count, read across TeX's line breaks.
 * Ghostscript with cheaper PNG writing, and pdflatex from a dumped preamble, against the plain
@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from evalsuite.metrics.cdm import VERSIONS
-from evalsuite.metrics.cdm.batch import MARKER, batch_document, log_sections, pages_written
-from evalsuite.metrics.cdm.match_v15 import V15
-from evalsuite.metrics.cdm.matching import V16, MatchSettings, ransac_inliers
-from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
-from evalsuite.metrics.cdm.preamble_format import format_arguments
-from evalsuite.metrics.cdm.render import (
+from evalsuite.metrics.cdm.common.batch import MARKER, batch_document, log_sections, pages_written
+from evalsuite.metrics.cdm.common.matching import V16, MatchSettings, ransac_inliers
+from evalsuite.metrics.cdm.common.png_fast_write import ghostscript_env
+from evalsuite.metrics.cdm.common.preamble_format import format_arguments
+from evalsuite.metrics.cdm.common.render import (
     CROP_PAD_PX,
     Template,
     crop_to_ink,
@@ -36,7 +35,8 @@ from evalsuite.metrics.cdm.render import (
     run_program,
     stack_pages,
 )
-from evalsuite.metrics.cdm.toolchain import program_paths
+from evalsuite.metrics.cdm.common.toolchain import program_paths
+from evalsuite.metrics.cdm.v1_5.match import SETTINGS as V15
 
 
 def reference_ransac(src: np.ndarray, dst: np.ndarray, config: MatchSettings) -> np.ndarray | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.metrics.cdm import cdm_scores
-from evalsuite.metrics.cdm import render as render_mod
+from evalsuite.metrics.cdm.common import render as render_mod
 
 pytestmark = pytest.mark.cdm
 
@@ -298,7 +298,7 @@ def test_a_formula_that_never_ends_is_stopped_at_the_time_limit(
 ) -> None:
     """A formula that loops forever fails its side once pdflatex's time limit is up (2 s here
     instead of the official 30 s); the other pair scores."""
-    from evalsuite.metrics.cdm import batch
+    from evalsuite.metrics.cdm.common import batch
 
     for module in (render_mod, batch):
         monkeypatch.setattr(module, "COMMAND_TIMEOUT_S", 2)
@@ -314,9 +314,9 @@ def test_the_length_limit_fails_only_what_is_longer(
 ) -> None:
     """With the limit at 9 characters, a 9-character side is typeset as before and a
     10-character one fails."""
-    import evalsuite.metrics.cdm as cdm
+    from evalsuite.metrics.cdm.v1_6 import score
 
-    monkeypatch.setattr(cdm, "MAX_FORMULA_CHARS", 9)
+    monkeypatch.setattr(score, "MAX_FORMULA_CHARS", 9)
     scores = cdm_scores([("x^{2}+y+z", "x^{2}+y+z"), ("x^{2}+y+zw", "x^{2}+y+zw")],
                         version="1.6", cache_dir=tmp_path / "cache")
     assert [s.F1_score for s in scores] == [1, 0]

@@ -17,18 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.cdm import cdm_v15, katex_v15, render_v15
-from evalsuite.metrics.cdm.cdm_v15 import (
-    cdm_v15_scores,
-    prepare_side_v15,
-    render_side_v15,
-    score_sides_v15,
-)
-from evalsuite.metrics.cdm.latex_v15 import normalize_v15
-from evalsuite.metrics.cdm.match_v15 import RenderedSide
-from evalsuite.metrics.cdm.matching import CdmScore
-from evalsuite.metrics.cdm.render_v15 import colour_list_v15, paper_size_v15
-from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError
+from evalsuite.metrics.cdm.common.matching import CdmScore
+from evalsuite.metrics.cdm.common.toolchain import CdmToolchainUnavailableError
+from evalsuite.metrics.cdm.v1_5 import katex, render
+from evalsuite.metrics.cdm.v1_5.latex import normalize
+from evalsuite.metrics.cdm.v1_5.match import RenderedSide
+from evalsuite.metrics.cdm.v1_5.render import colour_list, paper_size
+from evalsuite.metrics.cdm.v1_5.score import cdm_scores, prepare_side, render_side, score_sides
 from evalsuite.metrics.omnidocbench.formula_cdm import cdm_pair
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
@@ -78,7 +73,7 @@ def _needs(*programs: str) -> None:
     missing = [program for program in programs if shutil.which(program) is None]
     if missing:
         pytest.skip(f"needs {', '.join(missing)}")
-    katex_v15.normaliser_dir()  # a missing JavaScript is an error: `make setup` installs it
+    katex.normaliser_dir()  # a missing JavaScript is an error: `make setup` installs it
 
 
 def test_fixture_covers_the_brief() -> None:
@@ -99,12 +94,12 @@ def test_frac_and_over_score_one_in_v15() -> None:
 def test_normalize_equals_official() -> None:
     assert len(NORMALIZED) > 250
     for given, expected in NORMALIZED:
-        assert normalize_v15(given) == expected, given
+        assert normalize(given) == expected, given
 
 
 def test_colour_tokens_equal_official(monkeypatch: pytest.MonkeyPatch) -> None:
-    """prepare_side_v15 fed the recorded KaTeX output yields the official token list."""
-    monkeypatch.setattr(cdm_v15, "tokenize_v15", lambda latex: TOKENIZED[latex])
+    """prepare_side fed the recorded KaTeX output yields the official token list."""
+    monkeypatch.setattr("evalsuite.metrics.cdm.v1_5.score.tokenize", lambda latex: TOKENIZED[latex])
     checked = 0
     for case in CASES:
         for latex, side in ((case["gt"], case["gt_side"]), (case["pred"], case["pred_side"])):
@@ -113,7 +108,7 @@ def test_colour_tokens_equal_official(monkeypatch: pytest.MonkeyPatch) -> None:
                 or latex.replace("\n", " ").replace("\\%", "<PERCENTAGETOKEN>") not in TOKENIZED
             ):
                 continue
-            prepared = prepare_side_v15(latex)
+            prepared = prepare_side(latex)
             assert prepared is not None, latex
             _, tokens, placeholders = prepared
             assert tokens[:placeholders] == [box["token"] for box in side["boxes"]], latex
@@ -123,7 +118,7 @@ def test_colour_tokens_equal_official(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_matching_equals_official_on_recorded_boxes() -> None:
     for case in CASES:
-        got = score_sides_v15(_recorded_side(case["gt_side"]), _recorded_side(case["pred_side"]))
+        got = score_sides(_recorded_side(case["gt_side"]), _recorded_side(case["pred_side"]))
         assert _triple(got) == _official(case), (case["index"], case["gt"], case["pred"])
         if got.gt_tokens:
             assert got.F1_score == round(2 * got.tp / (got.gt_tokens + got.pred_tokens), 3)
@@ -136,25 +131,25 @@ def test_call_cdms_clean_up() -> None:
 
 
 def test_colour_list_and_paper() -> None:
-    colours = colour_list_v15(6000)
+    colours = colour_list(6000)
     assert len(colours) == 5800 == len(set(colours))
     assert colours[0] == (0, 0, 15) and colours[17] == (0, 15, 0) and (0, 0, 0) not in colours
     assert all(channel % 15 == 0 and channel <= 255 for colour in colours for channel in colour)
-    assert [paper_size_v15(n) for n in (600, 601, 1300, 1301)] == [5, 4, 4, 3]
+    assert [paper_size(n) for n in (600, 601, 1300, 1301)] == [5, 4, 4, 3]
 
 
 @pytest.mark.parametrize(
     ("variable", "lookup", "message"),
     [
-        (katex_v15.JS_ENV, katex_v15.normaliser_dir, "make setup"),
-        (render_v15.FONTS_ENV, render_v15.cjk_font, "SourceHanSansSC"),
+        (katex.JS_ENV, katex.normaliser_dir, "make setup"),
+        (render.FONTS_ENV, render.cjk_font, "SourceHanSansSC"),
     ],
 )
 def test_configured_folder_without_its_files_is_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, lookup, message: str
 ) -> None:
     """An empty folder named for the JavaScript or the font: a one-line error saying what to do."""
-    monkeypatch.setattr(katex_v15, "INSTALLED_JS", tmp_path / "not-installed")
+    monkeypatch.setattr(katex, "INSTALLED_JS", tmp_path / "not-installed")
     monkeypatch.setenv(variable, str(tmp_path))
     lookup.cache_clear()
     try:
@@ -168,16 +163,16 @@ def test_javascript_is_found_in_the_venv_before_the_variable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """`make setup` puts it under sys.prefix; the variable is only the fallback."""
-    monkeypatch.setenv(katex_v15.JS_ENV, str(tmp_path))
-    katex_v15.normaliser_dir.cache_clear()
+    monkeypatch.setenv(katex.JS_ENV, str(tmp_path))
+    katex.normaliser_dir.cache_clear()
     try:
-        assert katex_v15.normaliser_dir() == katex_v15.INSTALLED_JS
-        shutil.copytree(katex_v15.INSTALLED_JS, tmp_path, dirs_exist_ok=True)
-        monkeypatch.setattr(katex_v15, "INSTALLED_JS", tmp_path / "not-installed")
-        katex_v15.normaliser_dir.cache_clear()
-        assert katex_v15.normaliser_dir() == tmp_path
+        assert katex.normaliser_dir() == katex.INSTALLED_JS
+        shutil.copytree(katex.INSTALLED_JS, tmp_path, dirs_exist_ok=True)
+        monkeypatch.setattr(katex, "INSTALLED_JS", tmp_path / "not-installed")
+        katex.normaliser_dir.cache_clear()
+        assert katex.normaliser_dir() == tmp_path
     finally:
-        katex_v15.normaliser_dir.cache_clear()
+        katex.normaliser_dir.cache_clear()
 
 
 @pytest.mark.slow
@@ -188,7 +183,7 @@ def test_tokenizer_equals_official() -> None:
     official output, and one left out would go unchecked."""
     _needs("node")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        got = dict(zip(TOKENIZED, pool.map(katex_v15.tokenize_v15, TOKENIZED), strict=True))
+        got = dict(zip(TOKENIZED, pool.map(katex.tokenize, TOKENIZED), strict=True))
     assert {given: got[given] for given in TOKENIZED if got[given] != TOKENIZED[given]} == {}
 
 
@@ -200,13 +195,13 @@ def test_pipeline_equals_official_box_for_box() -> None:
     one, and every 7th other), up to 128 formulas each tokenized, compiled by xelatex and
     rasterised by Ghostscript, two at a time; fewer would leave those kinds' paths unchecked."""
     _needs("node", "xelatex", "gs")
-    official_font = render_v15.cjk_font()[0] == render_v15.OFFICIAL_CJK_FONT
+    official_font = render.cjk_font()[0] == render.OFFICIAL_CJK_FONT
     sides = [
         (case[name], case[f"{name}_side"]) for case in PIPELINE_CASES for name in ("gt", "pred")
     ]
     distinct = list(dict.fromkeys(latex for latex, _ in sides))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        rendered = dict(zip(distinct, pool.map(render_side_v15, distinct), strict=True))
+        rendered = dict(zip(distinct, pool.map(render_side, distinct), strict=True))
     for latex, side in sides:
         if not side["boxes"] or (_has_cjk(latex) and not official_font):
             continue  # no bbox file or an empty one: scored 0 either way (checked below)
@@ -216,15 +211,15 @@ def test_pipeline_equals_official_box_for_box() -> None:
     mismatched = [
         (case["index"], case["kind"])
         for case in PIPELINE_CASES
-        if _triple(score_sides_v15(rendered[case["gt"]], rendered[case["pred"]])) != _official(case)
+        if _triple(score_sides(rendered[case["gt"]], rendered[case["pred"]])) != _official(case)
     ]
     assert mismatched == []
 
 
 @pytest.mark.slow
 @pytest.mark.cdm
-def test_cdm_v15_scores_keeps_pair_order() -> None:
+def test_v15_cdm_scores_keeps_pair_order() -> None:
     _needs("node", "xelatex", "gs")
     picked = [case for case in CASES if case["kind"] in {"structural", "empty"}][:4]
-    got = cdm_v15_scores([(case["gt"], case["pred"]) for case in picked], workers=2)
+    got = cdm_scores([(case["gt"], case["pred"]) for case in picked], workers=2)
     assert [_triple(score) for score in got] == [_official(case) for case in picked]

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.cdm import CdmToolchainUnavailableError, cdm_scores, score_jobs, toolchain
-from evalsuite.metrics.cdm import render as render_mod
-from evalsuite.metrics.cdm.colouring import normalize_tokens, prepare
-from evalsuite.metrics.cdm.matching import TokenBox, score_boxes
-from evalsuite.metrics.cdm.render import RenderJob, Template, latex_document, render_job
+from evalsuite.metrics.cdm import CdmToolchainUnavailableError, cdm_scores, score_jobs
+from evalsuite.metrics.cdm.common import render as render_mod
+from evalsuite.metrics.cdm.common import toolchain
+from evalsuite.metrics.cdm.common.colouring import normalize_tokens, prepare
+from evalsuite.metrics.cdm.common.matching import TokenBox, score_boxes
+from evalsuite.metrics.cdm.common.render import RenderJob, Template, latex_document, render_job
 
 CASES_PATH = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v16_cases.json.gz"
 needs_toolchain = pytest.mark.cdm

@@ -22,9 +22,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalsuite.metrics import pylatexenc_v210
-from evalsuite.metrics.cdm import VERSIONS, cdm_scores, tokenizer
-from evalsuite.metrics.cdm.colouring import prepare
-from evalsuite.metrics.cdm.render import RenderJob
+from evalsuite.metrics.cdm import VERSIONS, cdm_scores
+from evalsuite.metrics.cdm.common.colouring import prepare
+from evalsuite.metrics.cdm.common.render import RenderJob
+from evalsuite.metrics.cdm.v1_6 import tokenizer
 from tests.test_cdm_v16 import _official, _scores, cases, needs_toolchain, side_job
 
 TOKENIZER_CASES = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v16_tokenizer_cases.json.gz"

@@ -22,7 +22,7 @@ from pathlib import Path
 from evalsuite.commands.arguments import add_workers_argument
 from evalsuite.errors import DatasetFormatError, EvalsuiteError
 from evalsuite.metrics.cdm import CDM_VERSIONS, cdm_scores
-from evalsuite.metrics.cdm.toolchain import default_cache_dir
+from evalsuite.metrics.cdm.common.toolchain import default_cache_dir
 from evalsuite.textformat import echo, format_table
 
 

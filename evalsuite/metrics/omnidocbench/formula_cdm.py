@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from evalsuite.metrics.cdm import cdm_scores, ensure_toolchain
-from evalsuite.metrics.cdm.toolchain import default_cache_dir
+from evalsuite.metrics.cdm.common.toolchain import default_cache_dir
 from evalsuite.metrics.omnidocbench.versions import rules_for
 
 __all__ = ["FormulaCdm", "cdm_hook", "cdm_pair", "unwrap_dollars"]

@@ -34,10 +34,10 @@ from PIL import Image
 
 from evalsuite.confined import TEX_ARGUMENTS, confinement, tex_environment
 from evalsuite.errors import EvalsuiteError
-from evalsuite.metrics.cdm.matching import TokenBox
-from evalsuite.metrics.cdm.png_fast_write import ghostscript_env
-from evalsuite.metrics.cdm.preamble_format import format_arguments, format_of
-from evalsuite.metrics.cdm.toolchain import program_paths, toolchain_fingerprint
+from evalsuite.metrics.cdm.common.matching import TokenBox
+from evalsuite.metrics.cdm.common.png_fast_write import ghostscript_env
+from evalsuite.metrics.cdm.common.preamble_format import format_arguments, format_of
+from evalsuite.metrics.cdm.common.toolchain import program_paths, toolchain_fingerprint
 
 PALETTE_STEP = 15
 _LEVELS = 255 // PALETTE_STEP + 1  # 18 levels per channel

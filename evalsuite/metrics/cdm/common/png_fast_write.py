@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from evalsuite.metrics.cdm.toolchain import default_cache_dir
+from evalsuite.metrics.cdm.common.toolchain import default_cache_dir
 
 SOURCE = Path(__file__).with_name("png_fast_write.c")
 

@@ -1,7 +1,7 @@
 """The programs each CDM version runs and the error when some are absent.
 
 v1.6 typesets with pdflatex; v1.5 with xelatex and tokenizes with Node.js (the KaTeX normaliser,
-located by ``katex_v15``); both rasterise with Ghostscript.
+located by ``v1_5.katex``); both rasterise with Ghostscript.
 """
 
 from __future__ import annotations

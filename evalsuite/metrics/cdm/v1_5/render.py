@@ -1,6 +1,6 @@
 """OmniDocBench v1.5 CDM rendering: coloured LaTeX -> xelatex PDF -> page PNG -> token boxes.
 
-Each visible token is drawn in its own colour (``colour_list_v15``: v1.6's palette, RGB steps of
+Each visible token is drawn in its own colour (``colour_list``: v1.6's palette, RGB steps of
 15, black excluded), the document is compiled by xelatex (30 s limit, as the official
 ``run_cmd``) and rasterised at 200 dpi by Ghostscript's pngalpha device with the arguments
 ImageMagick 7's ``magick -density 200 IN.pdf OUT.png`` passes it (the official call; its PNG
@@ -29,15 +29,15 @@ import numpy as np
 from PIL import Image
 
 from evalsuite.confined import TEX_ARGUMENTS, confinement, tex_environment
-from evalsuite.metrics.cdm.match_v15 import RenderedSide
-from evalsuite.metrics.cdm.render import (
+from evalsuite.metrics.cdm.common.render import (
     RenderTimeoutError,
     ghostscript_pages,
     label_boxes,
     palette_colour,
     run_program,
 )
-from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError, program_paths
+from evalsuite.metrics.cdm.common.toolchain import CdmToolchainUnavailableError, program_paths
+from evalsuite.metrics.cdm.v1_5.match import RenderedSide
 
 OFFICIAL_CJK_FONT = "Source Han Sans SC"
 FALLBACK_CJK_FONT = "Noto Sans CJK SC"
@@ -87,12 +87,12 @@ TEMPLATE = r"""
 """
 
 
-def colour_list_v15(count: int) -> list[tuple[int, int, int]]:
+def colour_list(count: int) -> list[tuple[int, int, int]]:
     """The first ``count`` token colours (at most TOTAL_COLOURS): palette entries 1, 2, ..."""
     return [palette_colour(k) for k in range(1, min(count, TOTAL_COLOURS) + 1)]
 
 
-def paper_size_v15(token_count: int) -> int:
+def paper_size(token_count: int) -> int:
     """A-series paper number: A3 above 1300 tokens, A4 above 600, else A5 (landscape)."""
     return 3 if token_count > 1300 else 4 if token_count > 600 else 5
 
@@ -113,14 +113,14 @@ def cjk_font() -> tuple[str, dict[str, str]]:
     return OFFICIAL_CJK_FONT, {"FONTCONFIG_FILE": str(conf)}
 
 
-def document_v15(
+def xelatex_document(
     coloured: str, placeholders: int, token_count: int, cjk_font_name: str | None = None
 ) -> str:
     """The xelatex document: ``<color_K>`` placeholders (K < ``placeholders``) become "R,G,B"."""
-    for index, (red, green, blue) in enumerate(colour_list_v15(placeholders)):
+    for index, (red, green, blue) in enumerate(colour_list(placeholders)):
         coloured = coloured.replace(f"<color_{index}>", f"{red},{green},{blue}")
     return (
-        TEMPLATE.replace("<PaperSize>", str(paper_size_v15(token_count)))
+        TEMPLATE.replace("<PaperSize>", str(paper_size(token_count)))
         .replace("<CJKFont>", cjk_font_name or cjk_font()[0])
         .replace("<Body>", coloured)
     )
@@ -185,7 +185,7 @@ def token_boxes(rgb: np.ndarray, colour_count: int) -> list[list[int]]:
     return [list(box) if box is not None else [] for box in boxes]
 
 
-def render_v15(document: str, tokens: list[str], colour_count: int) -> RenderedSide | None:
+def render(document: str, tokens: list[str], colour_count: int) -> RenderedSide | None:
     """Compile and rasterise ``document``; None when xelatex makes no PDF or it has 2+ pages.
 
     Deviation from the official code, which runs xelatex unconfined: the run is confined to its

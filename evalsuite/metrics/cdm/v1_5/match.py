@@ -1,6 +1,6 @@
-"""OmniDocBench v1.5 CDM matching: the shared matcher (``matching``) with v1.5's settings.
+"""OmniDocBench v1.5 CDM matching: the shared matcher (:mod:`..common.matching`), v1.5 settings.
 
-v1.5 differs from v1.6 only in data: its token classes (``same_token_v15``, near-token cost
+v1.5 differs from v1.6 only in data: its token classes (``same_token``, near-token cost
 0.05), the order cost |i/len(gt) - j/len(pred)| and scikit-image 0.20's ``ransac`` (3 rounds,
 min_samples 3, residual threshold 25 px, 50 trials, ``random_state=42``).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalsuite.metrics.cdm.matching import MatchSettings, count_matches
+from evalsuite.metrics.cdm.common.matching import MatchSettings, count_matches
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ SAME_TOKEN = {
 }
 
 
-def same_token_v15(token: str) -> str:
+def same_token(token: str) -> str:
     """The v1.5 class of a token: visually equal tokens (\\leq, \\le) share one."""
     token = SAME_TOKEN.get(token, token)
     if token.startswith("\\left") or token.startswith("\\right"):
@@ -62,8 +62,8 @@ def same_token_v15(token: str) -> str:
     return token
 
 
-V15 = MatchSettings(
-    canonical=same_token_v15,
+SETTINGS = MatchSettings(
+    canonical=same_token,
     near_token_cost=0.05,
     order_by_own_length=True,
     ransac_rounds=3,
@@ -77,4 +77,6 @@ V15 = MatchSettings(
 
 def cdm_counts(gt: RenderedSide, pred: RenderedSide) -> int:
     """Matched tokens: Hungarian pairs kept by RANSAC whose tokens are not different."""
-    return count_matches((gt.tokens, gt.boxes, gt.size), (pred.tokens, pred.boxes, pred.size), V15)
+    return count_matches(
+        (gt.tokens, gt.boxes, gt.size), (pred.tokens, pred.boxes, pred.size), SETTINGS
+    )

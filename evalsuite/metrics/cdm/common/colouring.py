@@ -1,7 +1,7 @@
 """CDM v1.6 preparation after the tokenizer: normalise the token string and colour every token.
 
 From a space-separated token string (the tokenizer's output) this builds the
-:class:`~evalsuite.metrics.cdm.render.RenderJob` the official ``latex2bbox_color`` renders:
+:class:`~evalsuite.metrics.cdm.common.render.RenderJob` the official ``latex2bbox_color`` renders:
 template choice and CJK rewrites, ``normalize_latex`` (multi-part tokens merged, function names
 spelled out letter by letter, missing braces of \\frac/\\hat/\\sqrt... filled in) and
 ``token_add_color_RGB`` (token i wrapped in ``\\mathcolor[RGB]{palette entry i + 1}``).
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.metrics.cdm.render import RenderJob, Template, palette_colour, paper_for
+from evalsuite.metrics.cdm.common.render import RenderJob, Template, palette_colour, paper_for
 
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]+")

@@ -6,7 +6,7 @@ log marker with the number of the next page, and the formula block exactly as th
 document has it. Every formula therefore starts on a fresh page of the same geometry, at the
 same place as in its own document, and its pages are typeset by the same TeX state; Ghostscript
 then rasterises the pages of the formulas it keeps, and each formula's pages are stacked,
-cropped and boxed as :func:`~evalsuite.metrics.cdm.render.render_uncached` does
+cropped and boxed as :func:`~evalsuite.metrics.cdm.common.render.render_uncached` does
 (tests/test_cdm_batch.py checks boxes and sizes against one-formula-per-run renderings).
 
 A formula is taken from the shared run only when nothing could have leaked between formulas:
@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalsuite.metrics.cdm.render import (
+from evalsuite.metrics.cdm.common.render import (
     COMMAND_TIMEOUT_S,
     SMALLEST_PAPER,
     Rendering,
@@ -54,7 +54,7 @@ from evalsuite.metrics.cdm.render import (
     stack_pages,
     typeset,
 )
-from evalsuite.metrics.cdm.toolchain import program_paths
+from evalsuite.metrics.cdm.common.toolchain import program_paths
 
 MARKER = "cdm-batch-formula"
 _WHERE = "\\the\\inputlineno\\space\\the\\currentgrouplevel"
@@ -292,7 +292,7 @@ def _alone(job: RenderJob, paper: int, timed_out: set[RenderJob]) -> Rendering |
 
 
 def render_many(jobs: Sequence[RenderJob]) -> tuple[list[Rendering | None], set[RenderJob]]:
-    """Rendering of each job as :func:`~evalsuite.metrics.cdm.render.render_uncached` gives
+    """Rendering of each job as :func:`~evalsuite.metrics.cdm.common.render.render_uncached` gives
     it, formulas of one template and paper sharing pdflatex runs; and the jobs whose own run
     timed out (scored as failed, like the official code, but not to be cached)."""
     final: dict[RenderJob, Rendering | None] = {}

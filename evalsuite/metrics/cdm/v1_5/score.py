@@ -1,11 +1,10 @@
 """CDM (Character Detection Matching) as OmniDocBench v1.5 computes it (commit 0f22218).
 
-Per side: newlines -> spaces, KaTeX normalisation (``katex_v15``; on failure the raw text),
-v1.5 token rules and colouring (``latex_v15``), xelatex + Ghostscript rendering and colour
-boxes (``render_v15``). Per pair: the Hungarian + RANSAC matching of ``match_v15``. As in the
+Per side: newlines -> spaces, KaTeX normalisation (:mod:`.katex`; on failure the raw text),
+v1.5 token rules and colouring (:mod:`.latex`), xelatex + Ghostscript rendering and colour
+boxes (:mod:`.render`). Per pair: the Hungarian + RANSAC matching of :mod:`.match`. As in the
 official ``CDM.evaluate``, any failure (no PDF, unbalanced braces, a side without a visible
-box) scores recall = precision = F1 = 0. ``strip_math_v15`` is ``call_CDM``'s removal of ``$``
-and a ```latex fence before scoring. Each distinct LaTeX string is rendered once.
+box) scores recall = precision = F1 = 0. Each distinct LaTeX string is rendered once.
 """
 
 from __future__ import annotations
@@ -13,46 +12,46 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from evalsuite.metrics.cdm.katex_v15 import normaliser_dir, tokenize_v15
-from evalsuite.metrics.cdm.latex_v15 import colour_tokens_v15, normalize_v15
-from evalsuite.metrics.cdm.match_v15 import RenderedSide, cdm_counts
-from evalsuite.metrics.cdm.matching import ZERO_SCORE, CdmScore, score_counts
-from evalsuite.metrics.cdm.render import MAX_FORMULA_CHARS
-from evalsuite.metrics.cdm.render_v15 import document_v15, render_v15
-from evalsuite.metrics.cdm.toolchain import program_paths
+from evalsuite.metrics.cdm.common.matching import ZERO_SCORE, CdmScore, score_counts
+from evalsuite.metrics.cdm.common.render import MAX_FORMULA_CHARS
+from evalsuite.metrics.cdm.common.toolchain import program_paths
+from evalsuite.metrics.cdm.v1_5.katex import normaliser_dir, tokenize
+from evalsuite.metrics.cdm.v1_5.latex import colour_tokens, normalize
+from evalsuite.metrics.cdm.v1_5.match import RenderedSide, cdm_counts
+from evalsuite.metrics.cdm.v1_5.render import render, xelatex_document
 
 PERCENT_MARK = "<PERCENTAGETOKEN>"
 
 
-def prepare_side_v15(latex: str) -> tuple[str, list[str], int] | None:
+def prepare_side(latex: str) -> tuple[str, list[str], int] | None:
     """(xelatex document, visible tokens, colour count) for one LaTeX string; None on failure."""
     latex = latex.replace("\n", " ").replace("\\%", PERCENT_MARK)
     try:
-        ok, tokens = tokenize_v15(latex)
+        ok, tokens = tokenize(latex)
     except LookupError:
         return None
     if not (ok and tokens):
         tokens = latex
     tokens = tokens.replace(" ".join(PERCENT_MARK), "\\%")
     try:
-        normalized = normalize_v15(tokens)
+        normalized = normalize(tokens)
         placeholders = min(len(normalized.strip().split(" ")), 5800)
-        coloured, visible = colour_tokens_v15(normalized)
+        coloured, visible = colour_tokens(normalized)
     except (IndexError, ValueError):
         return None
-    return document_v15(coloured, placeholders, len(visible)), visible, placeholders
+    return xelatex_document(coloured, placeholders, len(visible)), visible, placeholders
 
 
-def render_side_v15(latex: str) -> RenderedSide | None:
+def render_side(latex: str) -> RenderedSide | None:
     """Boxes of one LaTeX string's visible tokens; None where the official code writes none,
     and for a string longer than :data:`.render.MAX_FORMULA_CHARS` (a deviation)."""
     if len(latex) > MAX_FORMULA_CHARS:
         return None
-    prepared = prepare_side_v15(latex)
+    prepared = prepare_side(latex)
     if prepared is None or not prepared[1]:
         return None
     document, tokens, placeholders = prepared
-    return render_v15(document, tokens, placeholders)
+    return render(document, tokens, placeholders)
 
 
 def _drawn(side: RenderedSide) -> RenderedSide:
@@ -61,7 +60,7 @@ def _drawn(side: RenderedSide) -> RenderedSide:
     return RenderedSide([token for token, _ in kept], [box for _, box in kept], side.size)
 
 
-def score_sides_v15(gt: RenderedSide | None, pred: RenderedSide | None) -> CdmScore:
+def score_sides(gt: RenderedSide | None, pred: RenderedSide | None) -> CdmScore:
     """The v1.5 metrics of two rendered sides (zero where either has no visible box)."""
     if gt is None or pred is None:
         return ZERO_SCORE
@@ -71,7 +70,7 @@ def score_sides_v15(gt: RenderedSide | None, pred: RenderedSide | None) -> CdmSc
     return score_counts(cdm_counts(gt_kept, pred_kept), len(gt_kept.tokens), len(pred_kept.tokens))
 
 
-def cdm_v15_scores(pairs: list[tuple[str, str]], *, workers: int | None = None) -> list[CdmScore]:
+def cdm_scores(pairs: list[tuple[str, str]], *, workers: int | None = None) -> list[CdmScore]:
     """v1.5 CDM of each (gt, pred) LaTeX pair, in order; distinct strings rendered in parallel.
 
     Raises CdmToolchainUnavailableError first where xelatex, gs, node or the KaTeX JS is missing."""
@@ -79,5 +78,5 @@ def cdm_v15_scores(pairs: list[tuple[str, str]], *, workers: int | None = None) 
     normaliser_dir()
     distinct = sorted({text for pair in pairs for text in pair})
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        sides = dict(zip(distinct, pool.map(render_side_v15, distinct), strict=True))
-    return [score_sides_v15(sides[gt], sides[pred]) for gt, pred in pairs]
+        sides = dict(zip(distinct, pool.map(render_side, distinct), strict=True))
+    return [score_sides(sides[gt], sides[pred]) for gt, pred in pairs]

@@ -17,7 +17,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from evalsuite.metrics.cdm.toolchain import default_cache_dir, program_paths, toolchain_fingerprint
+from evalsuite.metrics.cdm.common.toolchain import (
+    default_cache_dir,
+    program_paths,
+    toolchain_fingerprint,
+)
 
 
 @functools.cache

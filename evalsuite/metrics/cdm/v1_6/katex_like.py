@@ -17,6 +17,10 @@ quirks included, is the official one (9dc1dec, ``pylatexenc_to_katex.py`` and
 Conversion and printing recurse as deep per nesting level as the official code does, so a
 formula nested too deep for Python's stack gives up (no tokens) at the same depth as officially
 when called from an equally deep stack (the recursion limit counts the caller's frames too).
+
+Converter and printer are one module because they are one idea, the round trip through the
+:class:`Node` tree: the node kinds the converter builds are exactly those the printer's table
+(:data:`_PRINTERS`) prints, and neither half is used without the other.
 """
 
 from __future__ import annotations
