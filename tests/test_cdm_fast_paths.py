@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +25,15 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from evalsuite.metrics.cdm import VERSIONS
+from evalsuite.metrics.cdm.common import preamble_format
 from evalsuite.metrics.cdm.common.batch import MARKER, batch_document, log_sections, pages_written
 from evalsuite.metrics.cdm.common.matching import V16, MatchSettings, ransac_inliers
 from evalsuite.metrics.cdm.common.png_fast_write import ghostscript_env
-from evalsuite.metrics.cdm.common.preamble_format import format_arguments
+from evalsuite.metrics.cdm.common.preamble_format import (
+    format_arguments,
+    format_for,
+    format_path,
+)
 from evalsuite.metrics.cdm.common.render import (
     CROP_PAD_PX,
     Template,
@@ -224,3 +232,52 @@ def test_preamble_format_typesets_as_the_full_preamble(tmp_path) -> None:
         (tmp_path / f"{name}-png").mkdir()
         pixels.append(_pages(pdf, tmp_path / f"{name}-png", None))
     assert all(np.array_equal(a, b) for a, b in zip(*pixels, strict=True))
+
+
+@pytest.fixture
+def fresh_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
+    """An empty format cache in ``tmp_path``; the command lines of the format builds it sees."""
+    monkeypatch.setenv("EVALSUITE_CDM_CACHE", str(tmp_path))
+    format_for.cache_clear()
+    builds: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+        builds.append(command)
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(preamble_format.subprocess, "run", counted)
+    yield builds
+    format_for.cache_clear()
+
+
+def _preamble() -> str:
+    document, _ = _shared_document()
+    return document[: document.index("\\begin{document}\n") + len("\\begin{document}\n")]
+
+
+@pytest.mark.cdm
+def test_concurrent_first_uses_of_a_format_build_it_once(fresh_formats) -> None:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(lambda _: format_for(_preamble()), range(4)))
+    assert found[0] is not None and set(found) == {found[0]}
+    assert len(fresh_formats) == 1
+
+
+@pytest.mark.cdm
+def test_a_published_format_is_never_replaced(fresh_formats, tmp_path, monkeypatch) -> None:
+    """Another process publishes the format while this one builds it: its file stays (a
+    confined run granted that file's inode keeps reading it) and no partial file is left."""
+    preamble = _preamble()
+    target = format_path(preamble)
+    real_run = preamble_format.subprocess.run
+
+    def build_then_lose_the_race(command: list[str], **kwargs: object):
+        done = real_run(command, **kwargs)
+        target.write_bytes(b"published by another process")
+        return done
+
+    monkeypatch.setattr(preamble_format.subprocess, "run", build_then_lose_the_race)
+    assert format_for(preamble) == str(target.with_suffix(""))
+    assert target.read_bytes() == b"published by another process"
+    assert [path.name for path in tmp_path.iterdir()] == [target.name]

@@ -5,16 +5,23 @@ A document whose preamble is the dumped one compiles with ``-fmt=<format>``: TeX
 preamble and starts from the state dumped at ``\\begin{document}``, so loading the class and
 packages (about a quarter of a one-formula run) is paid once. Without mylatexformat, or where
 the format cannot be built, pdflatex runs with its own format as before.
+
+A published format is never replaced: a confined run is granted reading the file that was at
+its path when its sandbox was built (Landlock rules hold inodes), so a second build renamed
+over it while the run starts would make the run's format unreadable and its formula fail.
+Builds in one process are serialised; across processes the first format published wins.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from evalsuite.metrics.cdm.common.toolchain import (
@@ -23,14 +30,27 @@ from evalsuite.metrics.cdm.common.toolchain import (
     toolchain_fingerprint,
 )
 
+_BUILDING = threading.Lock()
+
 
 @functools.cache
 def format_for(preamble: str) -> str | None:
     """``-fmt`` argument (path without ``.fmt``) of a format holding ``preamble`` (the document
     up to and including ``\\begin{document}``); None where it cannot be built."""
-    pdflatex = program_paths()["pdflatex"]
+    with _BUILDING:
+        return _built(program_paths()["pdflatex"], preamble, format_path(preamble))
+
+
+def format_path(preamble: str) -> Path:
+    """Where the format of ``preamble`` is kept: the rendering cache's folder, named by the
+    toolchain and the preamble."""
     key = hashlib.sha256(f"{toolchain_fingerprint()}\n{preamble}".encode()).hexdigest()[:20]
-    target = default_cache_dir() / f"cdm-preamble-{key}.fmt"
+    return default_cache_dir() / f"cdm-preamble-{key}.fmt"
+
+
+def _built(pdflatex: str, preamble: str, target: Path) -> str | None:
+    """``target`` (without ``.fmt``), built from ``preamble`` and published unless a format is
+    already there; None where it cannot be built."""
     if target.is_file():
         return str(target.with_suffix(""))
     with tempfile.TemporaryDirectory(prefix="cdm_fmt_") as tmp:
@@ -48,7 +68,11 @@ def format_for(preamble: str) -> str | None:
             fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".fmt.tmp")
             os.close(fd)
             shutil.copyfile(work / "fmt.fmt", partial)
-            os.replace(partial, target)
+            try:
+                with contextlib.suppress(FileExistsError):  # unlike a rename, never replaces
+                    os.link(partial, target)
+            finally:
+                os.unlink(partial)
         except (OSError, subprocess.TimeoutExpired):  # no writable cache: the plain preamble
             return None
     return str(target.with_suffix(""))
