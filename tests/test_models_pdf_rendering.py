@@ -18,7 +18,7 @@ from PIL import Image
 
 from evalsuite.datasets.pages import render_pdf_page
 from evalsuite.engines.base import InferenceRequest, PdfPage
-from evalsuite.engines.served import OpenAIChatEngine
+from evalsuite.engines.served import prepared_page
 from evalsuite.models import model_profile
 from evalsuite.models.dots_ocr import fitz_dpi
 
@@ -122,23 +122,19 @@ def test_a_served_peer_is_sent_its_own_rendering_of_a_pdf_page() -> None:
     benchmark_page = render_pdf_page(pdf, 0, longest_side=2048)
     with_pdf = InferenceRequest(benchmark_page, "p", "native", "s", pdf_page=PdfPage(pdf, 0))
     without = InferenceRequest(benchmark_page, "p", "native", "s")
-    olmocr = OpenAIChatEngine.__new__(OpenAIChatEngine)
-    olmocr.profile = model_profile("olmOCR-2")
-    original, page = olmocr._prepared_page(with_pdf)
+    olmocr = model_profile("olmOCR-2")
+    original, page = prepared_page(olmocr, with_pdf)
     expected = render_pdf_page(pdf, 0, longest_side=1288)
     assert original.size == page.size == expected.size
     assert page.tobytes() == expected.tobytes()  # rendered, not the 2,048 px page resized
-    _, resized = olmocr._prepared_page(without)
+    _, resized = prepared_page(olmocr, without)
     assert resized.size == page.size and resized.tobytes() != page.tobytes()
-    qwen = OpenAIChatEngine.__new__(OpenAIChatEngine)
-    qwen.profile = model_profile("Qwen2.5-VL")
-    original, _ = qwen._prepared_page(with_pdf)
+    original, _ = prepared_page(model_profile("Qwen2.5-VL"), with_pdf)
     assert original.size == benchmark_page.size
-    chandra = OpenAIChatEngine.__new__(OpenAIChatEngine)
-    chandra.profile = model_profile("Chandra")
-    original, page = chandra._prepared_page(with_pdf)
+    chandra = model_profile("Chandra")
+    original, page = prepared_page(chandra, with_pdf)
     assert min(original.size) == 1024 or original.size == render_pdf_page(pdf, 0, 192).size
-    assert page.size == chandra.profile.pdf_rendering.prepare(original).size
+    assert page.size == chandra.pdf_rendering.prepare(original).size
     assert isinstance(page, Image.Image)
 
 
@@ -170,11 +166,9 @@ def test_olmocr_bench_requests_name_their_pdf_page_and_the_cache_keys_on_it(
 
 def test_a_pdf_page_the_model_cannot_render_fails_its_sample_naming_it(tmp_path: Path) -> None:
     """A page past the PDF's end: the sample's error names the profile's rule, file and page."""
-    engine = OpenAIChatEngine.__new__(OpenAIChatEngine)
-    engine.profile = model_profile("olmOCR-2")
     pdf = FIXTURE_PDFS / "table_tests" / "price_list.pdf"
     request = InferenceRequest(Image.new("RGB", (8, 8)), "p", "native", "s",
                                pdf_page=PdfPage(pdf, 5))
     with pytest.raises(ValueError, match=r"olmOCR-2's PDF rendering \(longest side 1288 px"
                        r" \(PDFium\)\) of .*price_list\.pdf page 6"):
-        engine._prepared_page(request)
+        prepared_page(model_profile("olmOCR-2"), request)
