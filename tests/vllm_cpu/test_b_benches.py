@@ -4,8 +4,8 @@ on a checkpoint folder without weights (random weights, recorded as such) and, a
 sets goldens; a second run, serial and with ``-n 2``, re-gates them with the same prediction for
 every sample. The launcher's start (in xdist's controller, the server shared by the workers) is
 the first run's; the second runs share one server, started by the launcher with the plan the
-night makes and given to them with ``--api-base``, as an engine start costs about two minutes
-here."""
+night makes and given to them with ``--api-base``: the session's DeepSeek-OCR server, which
+test_a_engine's requests used before (an engine start costs about two minutes here)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalsuite.plugin.server import RunningServer
-from tests.vllm_cpu.conftest import ROOT, VLLM, running_server
+from tests.vllm_cpu.conftest import ROOT, VLLM
 
 SELECTION = "fox or omnidocbench"
 FOX_MODES = {"tiny", "small", "base", "large", "gundam"}
@@ -94,24 +93,14 @@ def test_the_night_sets_goldens_on_random_weights_in_every_mode(
             assert settings["vllm_xargs"]["ngram_size"] > 0 and settings["max_tokens"] == 16
 
 
-@pytest.fixture(scope="module")
-def second_runs_server(
-    golden_run: tuple[Path, Path, dict[str, Any]], checkpoints: dict[str, Path],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[RunningServer]:
-    """The server of the second runs, started after the first run's stopped."""
-    log = tmp_path_factory.mktemp("second-runs") / "server.log"
-    yield from running_server("deepseek-ocr", checkpoints["deepseek-ocr"], log)
-
-
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist-2"])
 def test_a_second_run_regates_with_the_same_predictions(
     golden_run: tuple[Path, Path, dict[str, Any]], checkpoints: dict[str, Path],
-    second_runs_server: RunningServer, workers: tuple[str, ...],
+    deepseek_ocr_server: RunningServer, workers: tuple[str, ...],
 ) -> None:
     reports, goldens, first = golden_run
     again = bench_run(reports, goldens, checkpoints["deepseek-ocr"], "--api-base",
-                      second_runs_server.api_base, *workers)
+                      deepseek_ocr_server.api_base, *workers)
     assert predictions(again) == predictions(first)
     before, now = gate_statuses(first), gate_statuses(again)
     assert set(now) == set(before)
