@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from collections import defaultdict
 from dataclasses import replace
 from functools import cache
@@ -376,3 +377,20 @@ def test_every_version_is_scored_by_a_code_base_that_exists() -> None:
     assert {version: rules.code_base for version, rules in versions.RULES.items()} == {
         "1.0": "1.0", "1.5": "1.0", "1.6": "1.6"}
     assert {rules.code_base for rules in versions.RULES.values()} <= set(CODE_BASES)
+
+
+VERSION_TEST = re.compile(r'version\s*[!=]=\s*"1\.|V1\d\.version\b')
+
+
+def test_only_the_version_table_asks_which_version_runs() -> None:
+    """No module of evalsuite branches on a version's name (``rules.version == "1.6"``,
+    ``V16.version``): what differs is a field of the version's row in ``versions.py``, which
+    the steps read (docs/add_a_version.md). The pattern is checked to find such a test."""
+    assert VERSION_TEST.search('if rules.version == "1.6":')
+    assert VERSION_TEST.search("elif version != V16.version")
+    package = Path(versions.__file__).parents[2]
+    asking = [f"{path.relative_to(package)}:{number}"
+              for path in sorted(package.rglob("*.py")) if path.name != "versions.py"
+              for number, line in enumerate(path.read_text().splitlines(), start=1)
+              if VERSION_TEST.search(line)]
+    assert asking == []

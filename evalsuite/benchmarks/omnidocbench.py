@@ -248,7 +248,7 @@ def samples(bench: OmniDocBench, mode: str, version: str = "1.0") -> list[Sample
     """One markdown request per page; a page whose image is missing fails by itself. Each
     element of a page weighs 1 / the pages with that element in its group: its language in
     v1.0, the whole set from v1.5 on."""
-    leaderboard = version != "1.0"
+    leaderboard = rules_for(version).leaderboard
     elements = {image_name(page): expected_elements(page) for page in bench.pages}
 
     def group(page: Mapping[str, Any]) -> str:
@@ -296,7 +296,7 @@ def scorer(version: str = "1.0", formula_cdm: FormulaCdm | None = None
     markdown (:func:`.evaluation.score_page`; CDM through ``formula_cdm``), then
     ``overall_edit``, the weighted mean of its four edit distances, and from v1.5 on
     ``overall``, the weighted mean of its leaderboard parts (weights in ``element_weights``)."""
-    rules_for(version)
+    leaderboard = rules_for(version).leaderboard
 
     def score(sample: Sample, result: InferenceResult) -> Scored:
         figures = score_page(sample.reference, scored_markdown(result.text, result.settings),
@@ -308,7 +308,7 @@ def scorer(version: str = "1.0", formula_cdm: FormulaCdm | None = None
         _weighted(scores, "overall_edit", OVERALL_WEIGHT, [
             (weights[e], scores[metric]) for e, metric in OVERALL_PARTS.items()
             if e in weights and scores.get(metric) is not None])
-        if version != "1.0":
+        if leaderboard:
             _weighted(scores, "overall", LEADERBOARD_WEIGHT, [
                 (weights[e], points(scores[metric]))
                 for e, (metric, points) in LEADERBOARD_PARTS.items()
