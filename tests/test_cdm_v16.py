@@ -154,6 +154,8 @@ def all_renderings(render_cache: Path) -> dict[RenderJob, object]:
 
 @needs_toolchain
 def test_rendering_gives_official_boxes(all_renderings: dict) -> None:
+    """Every distinct official side renders to the official boxes (its time is the session
+    fixture's: the renderings are made once for this and the scoring tests)."""
     mismatched = []
     for case in cases():
         for job, side in zip(side_jobs(case), case["trace"]["sides"], strict=True):

@@ -180,7 +180,9 @@ def test_a_run_prints_a_summary_within_columns_and_the_golden_diff(tmp_path: Pat
     """Under COLUMNS=70 the summary wraps to 70 columns and ends with the absolute path of
     results.json (not wrapped: it is there to be copied); --update-golden rewrites a stale
     entry of tolerance 0, keeps the 0, and its diff says what changed; --golden-tolerance then
-    changes the tolerance."""
+    changes the tolerance.
+    Slow (~28 s here): two child pytest runs of the Fox pages on tesseract; the summary and the
+    golden diff are what a real run prints, and the second run changes what the first wrote."""
     golden = tmp_path / "golden"
     golden.mkdir()
     fox = json.loads((REPO / "golden" / "fox.json").read_text())
