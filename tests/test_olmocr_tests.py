@@ -24,12 +24,11 @@ from evalsuite.cli import main
 from evalsuite.datasets.olmocr_bench import load_olmocr_bench
 from evalsuite.errors import DatasetFormatError
 from evalsuite.metrics.olmocr_bench import bootstrap_ci, score_predictions
+from evalsuite.metrics.olmocr_tables import html_tables, markdown_tables
 from evalsuite.metrics.olmocr_tests import (
     OLMOCR_VERSION,
     BaselineTest,
     TestDefinitionError,
-    html_tables,
-    markdown_tables,
     normalize_text,
     parse_test,
     trailing_repeats,
