@@ -12,19 +12,20 @@ from collections.abc import Sequence
 from evalsuite.textformat import echo
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "eval": ("evalsuite.single_image", "run an engine on one page image and score it"),
-    "finix": ("evalsuite.finix", "score a directory of markdown predictions (FinixDocBench)"),
+    "eval": ("evalsuite.commands.eval_page", "run an engine on one page image and score it"),
+    "finix": ("evalsuite.commands.finix", "score a directory of markdown predictions "
+              "(FinixDocBench)"),
     "score": ("evalsuite.commands.score", "score predictions you have with a public benchmark's "
               "official scorer (olmocr-bench, omnidocbench)"),
     "data": ("evalsuite.commands.data", "download benchmark data, or list what is present"),
     "golden": ("evalsuite.commands.golden", "accept measured golden entries"),
-    "trend": ("evalsuite.reports.trend", "show how scores moved over the last runs"),
-    "report": ("evalsuite.reports.dashboard", "write the static HTML dashboard"),
-    "compare": ("evalsuite.reports.compare", "rank OCR outputs of several models against gt.txt"),
-    "ab": ("evalsuite.reports.ab", "paired A/B test of two runs: did the candidate get worse?"),
+    "trend": ("evalsuite.commands.trend", "show how scores moved over the last runs"),
+    "report": ("evalsuite.commands.report", "write the static HTML dashboard"),
+    "compare": ("evalsuite.commands.compare", "rank OCR outputs of several models against gt.txt"),
+    "ab": ("evalsuite.commands.ab", "paired A/B test of two runs: did the candidate get worse?"),
     "merge": ("evalsuite.commands.merge", "join the runs of pytest --shard K/N into one run "
               "and gate it"),
-    "serve": ("evalsuite.serving.cli", "serve an engine over an OpenAI-compatible HTTP API"),
+    "serve": ("evalsuite.commands.serve", "serve an engine over an OpenAI-compatible HTTP API"),
 }
 
 

@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
+from evalsuite.commands.ab import resolve_run
 from evalsuite.engines.weights import checkpoint_identity
 from evalsuite.errors import NothingPairedError, RunNotFoundError
 from evalsuite.records.metadata import RunMetadata
 from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.records.results import RunResults, read_results
-from evalsuite.reports.ab import resolve_run
 from evalsuite.reports.ab_compute import compare_runs, pair_records
 from evalsuite.reports.ab_render import render_html, render_text, report_json
 from evalsuite.stats_paired import (

@@ -8,7 +8,7 @@ import argparse
 import pytest
 from PIL import Image
 
-from evalsuite import single_image
+from evalsuite.commands import eval_page
 from evalsuite.engines.deepseek_ocr import DeepseekOcrEngine
 from evalsuite.engines.deepseek_ocr2 import ocr2_image_tokens
 from evalsuite.single_image import InputError, dry_run_report
@@ -17,7 +17,7 @@ from evalsuite.tokens import MAX_CROPS, vision_tokens
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="evalsuite eval")
-    single_image.add_arguments(parser)
+    eval_page.add_arguments(parser)
     return parser.parse_args([*argv, "--dry-run"])
 
 
@@ -79,7 +79,7 @@ def test_deepseek_ocr2_global_view_and_ground_truth(square, tmp_path) -> None:
 
 
 def test_the_table_names_the_engine_and_its_cap(square, capsys) -> None:
-    assert single_image.run(parse("--image", str(square), "--mode", "gundam")) == 0
+    assert eval_page.run(parse("--image", str(square), "--mode", "gundam")) == 0
     rows = dict(line.split("  ", 1) for line in capsys.readouterr().out.splitlines())
     assert rows["mode"].strip() == (
         "gundam on deepseek-ocr (base 1024, image 640, crop mode, 640-px tiles, at most 9)"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evalsuite import finix
+from evalsuite.commands import finix
 
 FIXTURES = Path(__file__).parent / "fixtures" / "finix"
 REPO = Path(__file__).resolve().parents[1]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from evalsuite.commands import compare as compare_command
 from evalsuite.metrics import edit_precision, word_metrics
 from evalsuite.reports import compare
 from evalsuite.reports.compare import WordOptions, find_documents, rank_models
@@ -23,8 +24,8 @@ COMPARE = FIXTURES / "compare"
 
 def run_compare(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    compare.add_arguments(parser)
-    return compare.run(parser.parse_args(list(argv)))
+    compare_command.add_arguments(parser)
+    return compare_command.run(parser.parse_args(list(argv)))
 
 
 def fixture_documents() -> list[compare.Document]:

@@ -21,6 +21,7 @@ from reports_builder import (
 )
 
 from evalsuite.benchmarks import fox
+from evalsuite.commands import report as report_command
 from evalsuite.records.history import read_history
 from evalsuite.records.model import BenchmarkRecord, MetricSummary
 from evalsuite.records.results import RunMetadata
@@ -43,8 +44,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path]:
 
 def run_report(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    dashboard.add_arguments(parser)
-    return dashboard.run(parser.parse_args(list(argv)))
+    report_command.add_arguments(parser)
+    return report_command.run(parser.parse_args(list(argv)))
 
 
 class _Tags(HTMLParser):

@@ -10,10 +10,10 @@ import pytest
 from reports_builder import build_runs
 from scipy import stats as scipy_stats
 
+from evalsuite.commands import trend as trend_command
 from evalsuite.records.history import append_history
 from evalsuite.records.model import BenchmarkRecord, MetricSummary
 from evalsuite.records.results import RunMetadata
-from evalsuite.reports import trend
 from evalsuite.stats import summarize_proportion
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
@@ -21,8 +21,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "reports"
 
 def run_trend(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    trend.add_arguments(parser)
-    return trend.run(parser.parse_args(list(argv)))
+    trend_command.add_arguments(parser)
+    return trend_command.run(parser.parse_args(list(argv)))
 
 
 @pytest.fixture()

@@ -16,12 +16,12 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from evalsuite.commands.serve import engine_option, main
 from evalsuite.engines import EngineBase, InferenceRequest, InferenceResult, create_engine
 from evalsuite.engines.base import engine_kind, resolve_engine
 from evalsuite.errors import UnknownEngineError
 from evalsuite.perf.serving import FIXED_LATENCY_ENGINE, FixedLatencyEngine
 from evalsuite.serving.app import RequestBatcher, create_app
-from evalsuite.serving.cli import engine_option, main
 from evalsuite.serving.process import ServeProcessError, serve_subprocess
 
 

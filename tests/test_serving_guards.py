@@ -17,9 +17,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from evalsuite.commands import serve as cli
 from evalsuite.images import DEFAULT_MAX_IMAGE_PIXELS
 from evalsuite.perf.serving import FIXED_LATENCY_ENGINE
-from evalsuite.serving import cli
 from evalsuite.serving.app import create_app
 from evalsuite.serving.guards import DEFAULT_BODY_BYTES, default_body_limit
 from tests.test_serving import EchoEngine, chat, data_url

@@ -352,7 +352,7 @@ def test_parse_key():
 
 
 def test_module_import_does_not_load_torch():
-    code = "import sys, evalsuite.single_image; print('torch' in sys.modules)"
+    code = "import sys, evalsuite.commands.eval_page; print('torch' in sys.modules)"
     completed = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from evalsuite.cli import main
 from evalsuite.commands import data as data_command
+from evalsuite.commands import trend as trend_command
 from evalsuite.plugin import bench as bench_plugin
 from evalsuite.records.history import append_history
 from evalsuite.records.metadata import RunMetadata
 from evalsuite.records.model import BenchmarkRecord, MetricSummary
-from evalsuite.reports import trend
 from evalsuite.textformat import format_table, shorten, terminal_text
 
 EVERY_CONTROL = "".join(chr(code) for code in (*range(0x20), *range(0x7F, 0xA0)))
@@ -130,9 +130,9 @@ def test_trend_shows_a_hostile_engine_label_escaped(
                                                                   value + 0.05)})
         append_history(history, meta, [record])
     parser = argparse.ArgumentParser()
-    trend.add_arguments(parser)
+    trend_command.add_arguments(parser)
     for extra in ([], ["--all"]):
-        assert trend.run(parser.parse_args(["--history", str(history), "--golden-dir",
+        assert trend_command.run(parser.parse_args(["--history", str(history), "--golden-dir",
                                             str(tmp_path), *extra])) == 0
         out = capsys.readouterr().out
         assert "engine\\x1b[2J" in out and not raw_controls(out), out

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite import single_image
 from evalsuite import tokenizer as tokenizer_module
 from evalsuite.benchmarks import FIXTURES_DIR
+from evalsuite.commands import eval_page
 from evalsuite.records.results import read_results
 from evalsuite.render import RenderConfig, render_text
 from evalsuite.tokenizer import (
@@ -276,9 +276,9 @@ def page_and_truth(tmp_path_factory) -> tuple[Path, Path]:
 
 def dry_run(capsys, image: Path, truth: Path, *extra: str) -> tuple[int, dict | str]:
     parser = argparse.ArgumentParser(prog="evalsuite eval")
-    single_image.add_arguments(parser)
+    eval_page.add_arguments(parser)
     argv = ["--image", str(image), "--ground-truth", str(truth), "--dry-run", "--json"]
-    status = single_image.run(parser.parse_args([*argv, *extra]))
+    status = eval_page.run(parser.parse_args([*argv, *extra]))
     out, err = capsys.readouterr()
     return status, (json.loads(out) if status == 0 else err)
 

@@ -15,12 +15,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from evalsuite.commands.ab import resolve_run
 from evalsuite.errors import EvalsuiteError
 from evalsuite.golden import GoldenStore, gate_record
 from evalsuite.records import finalize_run
 from evalsuite.records.metadata import merge_engine_details, new_run_id, utc_timestamp
 from evalsuite.records.results import read_results
-from evalsuite.reports.ab import resolve_run
 from evalsuite.reports.summary import summary_lines
 from evalsuite.shards import merge_shards
 from evalsuite.textformat import echo

@@ -1,4 +1,4 @@
-"""The computing side of ``evalsuite ab`` (:mod:`evalsuite.reports.ab`), with no output
+"""The computing side of ``evalsuite ab`` (:mod:`evalsuite.commands.ab`), with no output
 formatting: two runs' records and samples paired, a paired test of every metric with a better
 direction, Holm-adjusted together, each metric's verdict and the samples that got worse most."""
 

@@ -1,4 +1,5 @@
-"""``evalsuite compare DIR``: rank several OCR models' outputs against a ground truth.
+"""Ranking several OCR models' outputs against a ground truth, for ``evalsuite compare DIR``
+(:mod:`evalsuite.commands.compare`).
 
 DIR is in one of two layouts (:func:`detect_layout`; the run says which it read):
 
@@ -15,18 +16,16 @@ score is the mean over the documents it has an output for. Models are ranked by 
 CRR. Model names that differ only in case or punctuation (``qwen2.5`` and ``qwen2_5``) are one
 model. Empty outputs and degenerate ones (the benchmarks' repetition rule,
 :func:`evalsuite.metrics.repetition.is_degenerate`) are flagged per model and document; their
-shares are ``empty_output_rate`` and ``degenerate_output_rate``. Optional CSV and HTML (ranking
-with medals, per-document scores, word drill-down).
+shares are ``empty_output_rate`` and ``degenerate_output_rate``. The ranking renders as text, CSV
+and HTML (ranking with medals, per-document scores, word drill-down).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
 import re
-import sys
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -36,12 +35,11 @@ from pathlib import Path
 
 from evalsuite.metrics import edit_precision, order_metrics, word_metrics
 from evalsuite.metrics.repetition import DEFAULT_MAX_REPEATS, DEFAULT_MIN_WORDS
-from evalsuite.records.atomic import atomic_write_text
 from evalsuite.reports.charts import slug
 from evalsuite.reports.html import Cell, Column, DrillItem, drilldown, ranked_table, render_page
 from evalsuite.reports.wordalign import align_words
 from evalsuite.runner import DEGENERATE_OUTPUT, EMPTY_OUTPUT, output_health
-from evalsuite.textformat import echo, format_table, significant
+from evalsuite.textformat import format_table, significant
 
 GROUND_TRUTH = "gt.txt"
 OUTPUT_SUFFIX = "_out.txt"
@@ -117,41 +115,6 @@ class ModelResult:
             / len(self.per_document)
             for key in keys
         }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("directory", type=Path, metavar="DIR",
-                        help="folder with gt.txt and <model>_out.txt (or a folder of such "
-                        "folders), or a gt/ folder beside one folder per model")
-    parser.add_argument("--csv", type=Path, help="write the ranked table as CSV")
-    parser.add_argument("--html", type=Path, help="write an HTML report")
-    parser.add_argument("--case-sensitive", action="store_true",
-                        help="compare words case-sensitively")
-    parser.add_argument("--keep-punctuation", action="store_true",
-                        help="keep ASCII punctuation in words instead of splitting on it")
-
-
-def run(args: argparse.Namespace) -> int:
-    options = WordOptions(args.case_sensitive, not args.keep_punctuation)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            layout = detect_layout(args.directory)
-            documents = find_documents(args.directory)
-        for warning in caught:
-            echo(f"note: {warning.message}", file=sys.stderr)
-    except (FileNotFoundError, ValueError) as error:
-        echo(f"evalsuite compare: {error}", file=sys.stderr)
-        return 2
-    results = rank_models(documents, options)
-    echo(f"layout: {layout}")
-    echo(render_text(results, documents, options))
-    if args.csv:
-        echo(f"csv: {atomic_write_text(args.csv, render_csv(results, documents))}")
-    if args.html:
-        html = render_html(results, documents, options, title=args.directory.name)
-        echo(f"html: {atomic_write_text(args.html, html)}")
-    return 0
 
 
 def model_key(name: str) -> str:

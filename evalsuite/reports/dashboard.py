@@ -1,4 +1,5 @@
-"""``evalsuite report``: one self-contained HTML dashboard of the run history, plus PNG plots.
+"""The dashboard of ``evalsuite report`` (:mod:`evalsuite.commands.report`): one self-contained
+HTML page of the run history, plus PNG plots.
 
 Per benchmark: the newest run's regression status; rankings that compare only like with like
 (one table per data source x measure, :data:`~evalsuite.reports.charts.MEASURE_KEYS`), ties
@@ -23,15 +24,13 @@ it leaves out; rankings and drill-down show the newest values only. So the page'
 grow with the number of runs: it stays under :data:`PAGE_BYTES_BOUND` for histories of the
 built-in benchmarks, however long (the drill-down, newest run only, grows with its samples).
 
-This module is the command: its arguments, reading the history and the newest runs'
-results.json, and writing the page (:mod:`~evalsuite.reports.dashboard_render`) of what
-:mod:`~evalsuite.reports.dashboard_compute` computes, and the PNGs.
+This module reads the history and the newest runs' results.json, and writes the page
+(:mod:`~evalsuite.reports.dashboard_render`) of what :mod:`~evalsuite.reports.dashboard_compute`
+computes, and the PNGs.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalsuite.records.atomic import atomic_write_text
-from evalsuite.records.history import DEFAULT_HISTORY, HistoryEntry, read_history
+from evalsuite.records.history import HistoryEntry, read_history
 from evalsuite.records.model import BenchmarkRecord
 from evalsuite.records.results import RESULTS_FILE, read_results
 from evalsuite.reports.charts import Chart
@@ -51,9 +50,7 @@ from evalsuite.reports.series import (
     collect_series,
     load_golden_index,
 )
-from evalsuite.textformat import echo
 
-DEFAULT_OUT = Path("reports") / "index.html"
 DEFAULT_MAX_SAMPLES = 30
 PLOTS_DIR = "plots"
 PAGE_BYTES_BOUND = 4_000_000
@@ -69,41 +66,6 @@ record), about 0.8 MB of that 1.9 MB."""
 class Dashboard:
     html: str
     charts: list[Chart]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history", type=Path, default=DEFAULT_HISTORY,
-                        help="run history file (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="HTML file to write (default: %(default)s)")
-    parser.add_argument("--golden-dir", type=Path, default=Path("golden"),
-                        help="golden files for the golden lines (default: %(default)s)")
-    parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, metavar="N",
-                        help="worst samples per engine x data x parameter in the drill-down "
-                             "(default: %(default)s)")
-    parser.add_argument("--no-png", action="store_true", help="skip the PNG plots")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.max_samples < 0:
-        echo("evalsuite report: --max-samples must be >= 0", file=sys.stderr)
-        return 2
-    if args.out.is_dir():
-        echo(f"evalsuite report: --out {args.out} is a folder; give the HTML file to write, "
-             f"e.g. {args.out / 'index.html'}", file=sys.stderr)
-        return 2
-    try:
-        html_path, pngs = write_dashboard(
-            args.history, args.out, golden_dir=args.golden_dir,
-            max_samples=args.max_samples, png=not args.no_png,
-        )
-    except FileNotFoundError as error:
-        echo(f"evalsuite report: {error}", file=sys.stderr)
-        return 2
-    echo(f"dashboard: {html_path}")
-    for path in pngs:
-        echo(f"plot: {path}")
-    return 0
 
 
 def write_dashboard(

@@ -2,6 +2,6 @@
 
 import sys
 
-from evalsuite.serving.cli import main
+from evalsuite.commands.serve import main
 
 sys.exit(main())

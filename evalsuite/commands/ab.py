@@ -23,8 +23,9 @@ the runs' engine details) and warns when the comparison is not like with like: t
 a pair ran different versions of one model's profile, or a benchmark ran on different data in
 the two runs (those records are not paired).
 
-This module is the command: its arguments, finding the runs, and writing what
-:mod:`~evalsuite.reports.ab_compute` computes as :mod:`~evalsuite.reports.ab_render` renders it.
+This module is the command: its arguments, finding the runs (:func:`resolve_run`, which
+``evalsuite merge`` uses too), and writing what :mod:`~evalsuite.reports.ab_compute` computes as
+:mod:`~evalsuite.reports.ab_render` renders it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """``evalsuite serve``: serve an engine over OpenAI's chat-completions API (see
-:mod:`evalsuite.serving.app`), for the ``openai`` engine or any OpenAI client."""
+:mod:`evalsuite.serving.app`), for the ``openai`` engine or any OpenAI client; :func:`main` is
+``python -m evalsuite.serving``."""
 
 from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import json
 import os
-import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from evalsuite.commands.arguments import whole_number
 from evalsuite.images import add_max_image_pixels_argument, set_max_image_pixels
+from evalsuite.serving.server import is_loopback, listening_socket, serve
 from evalsuite.textformat import echo
 
 DESCRIPTION = "serve an engine over an OpenAI-compatible HTTP API"
@@ -99,31 +99,6 @@ port_number = whole_number(0, 65535, what="a port number",
 """``--port``'s type."""
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` (IPv6 where ``host`` is), for uvicorn to listen
-    on. OSError (``socket.gaierror`` for a host that does not resolve) when it cannot be."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def _listen_problem(host: str, port: int, exc: OSError) -> str:
     if isinstance(exc, socket.gaierror):
         return f"cannot listen on {host}:{port}: {host!r} is not a host name or address here"
@@ -182,34 +157,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evalsuite serve", description=DESCRIPTION)
     add_arguments(parser)
     return run(parser.parse_args(argv))
-
-
-def serve(app: Any, sock: socket.socket, *, host: str, label: str, max_batch: int) -> None:
-    """Run ``app`` with uvicorn on ``sock`` (bound to ``host``) until SIGINT or SIGTERM; print
-    the ready line once listening."""
-    import uvicorn
-
-    port = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started:
-                bound_port = self.servers[0].sockets[0].getsockname()[1]
-                echo(
-                    f"evalsuite serve: {label} on http://{shown}:{bound_port}/v1 "
-                    f"(max batch {max_batch})",
-                    flush=True,
-                )
-
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    # uvicorn re-raises the signal that stopped it once it has shut down; a no-op handler
-    # underneath turns that into a normal return (exit status 0).
-    handled = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in handled}
-    try:
-        Server(config).run(sockets=[sock])
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
