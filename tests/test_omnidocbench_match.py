@@ -28,15 +28,15 @@ from lxml import etree
 
 from evalsuite.metrics.omnidocbench.extract import PredictedElement
 from evalsuite.metrics.omnidocbench.match import (
+    Deadline,
     GtItem,
     MatchedRow,
     MatchError,
-    _cost_matrix,
-    _Deadline,
-    _window_match,
+    cost_matrix,
     match_quick,
     match_quick_or_simple,
     match_simple,
+    window_match,
 )
 from evalsuite.metrics.omnidocbench.page import (
     ELEMENTS,
@@ -264,7 +264,7 @@ _word_lines = st.lists(_words.map(" ".join), min_size=1, max_size=7)
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_short, max_size=4), st.lists(_short, max_size=4))
 def test_cost_matrix_is_normalised_levenshtein(gt: list[str], pred: list[str]) -> None:
-    cost = _cost_matrix(gt, pred)
+    cost = cost_matrix(gt, pred)
     assert cost.shape == (len(gt), len(pred))
     for i, j in itertools.product(range(len(gt)), range(len(pred))):
         assert cost[i, j] == ratio(gt[i], pred[j])
@@ -289,7 +289,7 @@ def test_window_match_is_the_official_sliding_minimum(
         expected = best < threshold or (inclusive and best <= threshold)
     else:
         expected = False
-    assert _window_match(text, part, _Deadline(None), threshold, inclusive=inclusive) == expected
+    assert window_match(text, part, Deadline(None), threshold, inclusive=inclusive) == expected
 
 
 @settings(max_examples=200, deadline=None)

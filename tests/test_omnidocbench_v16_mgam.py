@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.omnidocbench.match import (
-    _Deadline,
-    _merge_split_predictions,
-    _window_match,
+    Deadline,
+    merge_split_predictions,
+    window_match,
 )
 from evalsuite.metrics.omnidocbench.mgam import MgamLine, MgamRow, match_lines
 from evalsuite.metrics.omnidocbench.versions import V16
@@ -106,9 +106,9 @@ def _best_window(text: str, part: str) -> float | None:
 @given(_TEXT, _TEXT, st.sampled_from([0.4, 0.6]))
 def test_window_match_is_the_least_window_distance(text: str, part: str, threshold: float) -> None:
     best = _best_window(text, part)
-    deadline = _Deadline(None)
-    assert _window_match(text, part, deadline, threshold) == (best is not None and best < threshold)
-    assert _window_match(text, part, deadline, threshold, inclusive=True) == (
+    deadline = Deadline(None)
+    assert window_match(text, part, deadline, threshold) == (best is not None and best < threshold)
+    assert window_match(text, part, deadline, threshold, inclusive=True) == (
         best is not None and best <= threshold
     )
 
@@ -145,7 +145,7 @@ def test_run_search_of_one_line_is_the_best_grown_run(gt: str, pred: list[str]) 
     absence) is the least-cost run (first on ties) over every free start."""
     masked = {j for j, text in enumerate(pred) if _ratio(gt, text) < 0.25}
     free = [j for j in range(len(pred)) if j not in masked]
-    columns, _ = _merge_split_predictions([gt], pred, _Deadline(None))
+    columns, _ = merge_split_predictions([gt], pred, Deadline(None))
     if masked or not free:
         assert columns == list(range(len(pred)))
         return
@@ -162,7 +162,7 @@ def test_run_search_with_cap_is_the_best_capped_run(gt: str, pred: list[str], ca
     """With ``max_run``, the one column is the least-cost run grown at most ``cap`` long."""
     masked = {j for j, text in enumerate(pred) if _ratio(gt, text) < 0.25}
     free = [j for j in range(len(pred)) if j not in masked]
-    columns, _ = _merge_split_predictions([gt], pred, _Deadline(None), cap)
+    columns, _ = merge_split_predictions([gt], pred, Deadline(None), cap)
     if masked or not free:
         assert columns == list(range(len(pred)))
         return
@@ -199,9 +199,9 @@ def test_runs_stop_at_v16_cap() -> None:
     """Without the cap one run would join 200 of the 330 short predictions."""
     gt = "ab " * 200
     pred = ["ab"] * 330
-    uncapped, _ = _merge_split_predictions([gt], pred, _Deadline(None))
+    uncapped, _ = merge_split_predictions([gt], pred, Deadline(None))
     assert [len(c) for c in uncapped if isinstance(c, list)] == [200]
-    capped, _ = _merge_split_predictions([gt], pred, _Deadline(None), V16.max_run)
+    capped, _ = merge_split_predictions([gt], pred, Deadline(None), V16.max_run)
     assert [len(c) for c in capped if isinstance(c, list)] == [160]
     rows = match_lines([MgamLine(gt), MgamLine("b")], [MgamLine(text) for text in pred])
     assert rows[0] == MgamRow((0,), tuple(range(160)), rows[0].edit)

@@ -6,7 +6,8 @@ metric steps (the ``v16_*`` modules, named after the official files they follow)
 
 - :mod:`.normalize`: the official normalisation of text, display formulas and tables;
 - :mod:`.extract`: splitting a markdown prediction into elements;
-- :mod:`.match`: matching predicted to ground-truth elements;
+- :mod:`.match`: matching predicted to ground-truth elements (v1.0's simple and quick match,
+  v1.5's hybrid match);
 - :mod:`.page`: one page's matched samples and their metric values;
 - :mod:`.summary`: the official aggregates (``all``, per attribute, per page, overall);
 - :mod:`.formula_cdm`: the CDM hook each version's evaluation takes;

@@ -14,7 +14,7 @@ Two passes, rows of the second first:
    prediction within normalised distance < 0.25 (a prediction may be taken by several lines);
    the line keeps the last one it took, the others are leftovers of this pass; those
    predictions leave the second pass;
-2. *the rest*: v1.0's quick match (:mod:`.match`, steps 1-4) on the remaining lines, with
+2. *the rest*: v1.0's quick match (:mod:`.match.quick`, steps 1-4) on the remaining lines, with
    the changes of v1.5 (leftovers paired on *normalised* distances; a line left without
    prediction gets one row, not two) and of v1.6 (a run joins at most ``V16.max_run`` (160)
    predictions; a ground-truth display formula is never found inside a prediction, step 3:
@@ -41,13 +41,13 @@ import numpy as np
 from evalsuite.metrics.omnidocbench.match import (
     IGNORED_CATEGORIES,
     MASK_COST,
-    _cost_matrix,
-    _Deadline,
-    _distance_ratio,
-    _entries,
-    _group_by_prediction,
-    _merge_duplicates,
-    _quick_groups,
+    Deadline,
+    cost_matrix,
+    distance_ratio,
+    final_entries,
+    group_by_prediction,
+    merge_duplicates,
+    quick_groups,
 )
 from evalsuite.metrics.omnidocbench.versions import V16
 
@@ -88,7 +88,7 @@ def match_lines(gt: Sequence[MgamLine], pred: Sequence[MgamLine]) -> list[MgamRo
     if not pred:
         return [MgamRow((i,), (), 1) for i in range(len(gt))]
     if len(gt) == 1 and len(pred) == 1:
-        return [MgamRow((0,), (0,), _distance_ratio(gt[0].norm, pred[0].norm))]
+        return [MgamRow((0,), (0,), distance_ratio(gt[0].norm, pred[0].norm))]
     ignored = [i for i, line in enumerate(gt) if line.category in IGNORED_CATEGORIES]
     ignored_rows, taken = _ignored_pass(gt, pred, ignored) if ignored else ([], [])
     left_out_gt, left_out_pred = set(ignored), set(taken)
@@ -117,10 +117,10 @@ def _ignored_pass(
     the line is paired with the last of its own; the taken copies not kept are leftovers,
     paired to unpaired ignored lines as in :func:`_main_pass` (edit 1)."""
     norm_ignored = [gt[i].norm for i in ignored]
-    pairs = np.argwhere(_cost_matrix(norm_ignored, [line.norm for line in pred]) < MASK_COST)
+    pairs = np.argwhere(cost_matrix(norm_ignored, [line.norm for line in pred]) < MASK_COST)
     taken = [int(j) for j in pairs[:, 1]]
     last_taken = {int(a): k for k, a in enumerate(pairs[:, 0])}
-    groups = _group_by_prediction({a: [k] for a, k in last_taken.items()}, {})
+    groups = group_by_prediction({a: [k] for a, k in last_taken.items()}, {})
     taken_norm = [pred[j].norm for j in taken]
     rows = _v16_rows(groups, norm_ignored, taken_norm)
     return [
@@ -131,9 +131,9 @@ def _ignored_pass(
 
 
 def _main_pass(gt: Sequence[MgamLine], norm_pred: list[str]) -> list[MgamRow]:
-    """Pass 2 on its own lines: v1.0's steps (:mod:`.match`) with v1.6's changes."""
-    groups = _quick_groups([line.norm for line in gt], norm_pred, _Deadline(None), V16,
-                           [line.category for line in gt])
+    """Pass 2 on its own lines: v1.0's steps (:mod:`.match.quick`) with v1.6's changes."""
+    groups = quick_groups([line.norm for line in gt], norm_pred, Deadline(None), V16,
+                          [line.category for line in gt])
     return [MgamRow(*row) for row in groups]
 
 
@@ -142,5 +142,5 @@ def _v16_rows(
 ) -> list[MgamRow]:
     """Step 4 of the quick match (``convert_final_matches``, ``merge_duplicates_add_unmatched``)
     as v1.5 and v1.6 do them alike: leftovers paired on normalised distances, no repeated row."""
-    entries = _entries(groups, norm_gt, norm_pred, V16)
-    return [MgamRow(*row) for row in _merge_duplicates(entries, len(norm_gt), V16)]
+    entries = final_entries(groups, norm_gt, norm_pred, V16)
+    return [MgamRow(*row) for row in merge_duplicates(entries, len(norm_gt), V16)]

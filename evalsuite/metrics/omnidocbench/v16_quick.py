@@ -24,7 +24,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.assignment import linear_sum_assignment
-from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES, MASK_COST, _cost_matrix
+from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES, MASK_COST, cost_matrix
 from evalsuite.metrics.omnidocbench.mgam import MgamLine, MgamRow, match_lines
 from evalsuite.metrics.omnidocbench.v16_normalize import (
     normalize_formula_v16,
@@ -158,7 +158,7 @@ def _taken_by_ignored(gt: list[MgamLine], pred: list[MgamLine]) -> set[int]:
     ignored = [line.norm for line in gt if line.category in IGNORED_CATEGORIES]
     if not ignored or not pred:
         return set()
-    costs = _cost_matrix(ignored, [line.norm for line in pred])
+    costs = cost_matrix(ignored, [line.norm for line in pred])
     return {int(j) for j in np.flatnonzero((costs < MASK_COST).any(axis=0))}
 
 
@@ -243,7 +243,7 @@ def match_simple_v16(
         return [_leftover_row(leftover, pred_items, pred_kept, img_name)], None
     if not pred_kept:
         return [gt_row(i, "", 1) for i in range(len(gt_kept))], None
-    costs = _cost_matrix([norm for _, norm, _ in gt_kept], [norm for _, norm in pred_kept])
+    costs = cost_matrix([norm for _, norm, _ in gt_kept], [norm for _, norm in pred_kept])
     rows_of, cols_of = linear_sum_assignment(costs)
     paired = {int(i): int(j) for i, j in zip(rows_of, cols_of, strict=True)}
     rows = [gt_row(i, paired[i], costs[i][paired[i]]) if i in paired else gt_row(i, "", 1)
