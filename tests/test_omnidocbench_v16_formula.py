@@ -1,8 +1,9 @@
-"""OmniDocBench v1.6's display-formula step (v16_formula, v16_cdm_variants) against the
-official code: ``v16_formula_cases.json.gz`` (make_v16_formula_cases.py; the candidate search
-also replayed on the recorded official quick-match calls, so that it is checked apart from
-v16_quick), the formula stage of the 54 constructed pages in ``v16_cases.json.gz`` and of the
-random pages in ``v16_page_cases.json.gz``."""
+"""OmniDocBench v1.6's display-formula step (v16_formula_pool, v16_formula_match,
+v16_cdm_variants) against the official code: ``v16_formula_cases.json.gz``
+(make_v16_formula_cases.py; the candidate search also replayed on the recorded official
+quick-match calls, so that it is checked apart from v16_quick), the formula stage of the 54
+constructed pages in ``v16_cases.json.gz`` and of the random pages in
+``v16_page_cases.json.gz``."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_formula import (
+from evalsuite.metrics.omnidocbench.v16_formula_match import (
     attach_formula_cdm_surrogates,
-    build_formula_candidate_pool,
     match_display_formula_candidates,
+)
+from evalsuite.metrics.omnidocbench.v16_formula_pool import (
+    build_formula_candidate_pool,
     normalize_logic_brace_formula,
 )
 from evalsuite.metrics.omnidocbench.v16_normalize import normalize_formula_v16

@@ -12,7 +12,8 @@ metric steps (the ``v16_*`` modules, named after the official files they follow)
 - :mod:`.summary`: the official aggregates (``all``, per attribute, per page, overall);
 - :mod:`.formula_cdm`: the CDM hook each version's evaluation takes;
 - :mod:`.mgam`: v1.6's quick match of text and formula lines;
-- ``v16_extract``, ``v16_normalize``, ``v16_split``, ``v16_formula``, ``v16_tables``,
-  ``v16_quick``, ``v16_page``, ``v16_summary``, ``v16_cdm_variants``: v1.6's steps;
+- ``v16_extract``, ``v16_normalize``, ``v16_split``, ``v16_formula_pool``,
+  ``v16_formula_match``, ``v16_tables``, ``v16_quick``, ``v16_page``, ``v16_summary``,
+  ``v16_cdm_variants``: v1.6's steps;
 - :mod:`.evaluation`: a whole run of any version, its CDM and leaderboard overall.
 """

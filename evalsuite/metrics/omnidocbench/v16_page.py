@@ -11,7 +11,7 @@ matched to every other predicted element at once (``match_gt2pred_quick`` on ``t
 each row whose two sides differ in kind (text vs formula) rescored on plain text
 (:func:`adapt_cross_category_norm`); rows of long or formula-bearing text and of titles that
 matched badly given a nearby run of predictions instead (:func:`local_text_span_fallback`);
-the display-formula rows re-matched by the formula step (v16_formula); the text rows of
+the display-formula rows re-matched by the formula step (v16_formula_match); the text rows of
 ignored categories (captions, headers, footers, …) dropped; the reading-order sample
 (:func:`reading_order_v16`).
 
@@ -38,7 +38,12 @@ from typing import Any, NamedTuple
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.errors import DatasetFormatError
-from evalsuite.metrics.omnidocbench import v16_formula, v16_quick, v16_tables
+from evalsuite.metrics.omnidocbench import (
+    v16_formula_match,
+    v16_formula_pool,
+    v16_quick,
+    v16_tables,
+)
 from evalsuite.metrics.omnidocbench.normalize import INLINE_MATH, inline_math_to_unicode
 from evalsuite.metrics.omnidocbench.page import merged_block
 from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
@@ -461,9 +466,9 @@ def default_steps() -> PageSteps:
         quick_match=v16_quick.match_quick_v16,
         simple_match=v16_quick.match_simple_v16,
         latex_table_to_html=v16_tables.latex_table_to_html_v16,
-        formula_pool=v16_formula.build_formula_candidate_pool,
-        formula_candidates=v16_formula.match_display_formula_candidates,
-        formula_surrogates=v16_formula.attach_formula_cdm_surrogates,
+        formula_pool=v16_formula_pool.build_formula_candidate_pool,
+        formula_candidates=v16_formula_match.match_display_formula_candidates,
+        formula_surrogates=v16_formula_match.attach_formula_cdm_surrogates,
     )
 
 
