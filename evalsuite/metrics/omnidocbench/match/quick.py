@@ -162,12 +162,11 @@ def merge_split_predictions(
         if i in masked_gt or not free_preds:
             continue
         runs = []
+        judge = _RunJudge(gt, deadline)
         for start in free_preds:
             deadline.check()
-            stop = start + _grow_span(gt, norm_pred, start, masked_pred, deadline, max_run)
-            runs.append(
-                (list(range(start, stop)), distance_ratio(gt, " ".join(norm_pred[start:stop])))
-            )
+            stop = start + _grow_span(judge, norm_pred, start, masked_pred, max_run)
+            runs.append((list(range(start, stop)), judge.cost(" ".join(norm_pred[start:stop]))))
         candidates.append(min(runs, key=lambda run: run[1]))
     spans = _resolve_overlaps(candidates)
     if not spans:
@@ -187,25 +186,24 @@ def merge_split_predictions(
 
 
 def _grow_span(
-    gt: str,
+    judge: _RunJudge,
     norm_pred: list[str],
     start: int,
     masked_pred: set[int],
-    deadline: Deadline,
     max_run: int | None,
 ) -> int:
-    """How many consecutive predictions from ``start`` form one run for ``gt``.
+    """How many consecutive predictions from ``start`` form one run for the judge's line.
 
     Rule: add the next prediction (not masked, not past the end, the run shorter than
-    ``max_run`` when given) while :func:`_judge_merge` accepts it; stop after adding one that
-    makes the run longer than ``gt``."""
+    ``max_run`` when given) while :meth:`_RunJudge.judge` accepts it; stop after adding one that
+    makes the run longer than the line."""
     length = 1
     while (
         (max_run is None or length < max_run)
         and start + length not in masked_pred
         and start + length < len(norm_pred)
     ):
-        accept, go_on = _judge_merge(gt, norm_pred[start : start + length + 1], deadline)
+        accept, go_on = judge.judge(norm_pred[start : start + length + 1])
         if not accept:
             break
         length += 1
@@ -214,22 +212,43 @@ def _grow_span(
     return length
 
 
-def _judge_merge(gt: str, parts: list[str], deadline: Deadline) -> tuple[bool, bool]:
-    """``judge_pred_merge`` (threshold 0.6): (accept the last part, keep growing).
+class _RunJudge:
+    """``judge_pred_merge`` (threshold 0.6) for one ground-truth line, remembering what it
+    computed: a run's cost and a part's window match are pure functions of their strings, and
+    the runs grown for one line re-read the same parts and each run's shorter run again (the
+    official code recomputes them; the answers are the same)."""
 
-    Accept when joining the last part does not raise the cost, every earlier part lies in ``gt``
-    within window distance <= 0.6 and the last one within < 0.6; keep growing while the joined
-    run is not longer than ``gt``."""
-    current, merged = " ".join(parts[:-1]), " ".join(parts)
-    if distance_ratio(gt, merged) > distance_ratio(gt, current):
-        return False, False
-    if not all(
-        window_match(gt, part, deadline, MERGE_WINDOW_THRESHOLD, inclusive=True)
-        for part in parts[:-1]
-    ):
-        return False, False
-    accept = window_match(gt, parts[-1], deadline, MERGE_WINDOW_THRESHOLD, inclusive=False)
-    return accept, len(merged) <= len(gt)
+    def __init__(self, gt: str, deadline: Deadline) -> None:
+        self.gt = gt
+        self._deadline = deadline
+        self._costs: dict[str, float] = {}
+        self._windows: dict[tuple[str, bool], bool] = {}
+
+    def cost(self, run: str) -> float:
+        """:func:`distance_ratio` of the line and ``run``."""
+        if run not in self._costs:
+            self._costs[run] = distance_ratio(self.gt, run)
+        return self._costs[run]
+
+    def contains(self, part: str, *, inclusive: bool) -> bool:
+        """:func:`window_match` of ``part`` in the line at the merge threshold."""
+        key = (part, inclusive)
+        if key not in self._windows:
+            self._windows[key] = window_match(
+                self.gt, part, self._deadline, MERGE_WINDOW_THRESHOLD, inclusive=inclusive)
+        return self._windows[key]
+
+    def judge(self, parts: list[str]) -> tuple[bool, bool]:
+        """(accept the last part, keep growing): accept when joining the last part does not
+        raise the cost, every earlier part lies in the line within window distance <= 0.6 and
+        the last one within < 0.6; keep growing while the joined run is not longer than the
+        line."""
+        current, merged = " ".join(parts[:-1]), " ".join(parts)
+        if self.cost(merged) > self.cost(current):
+            return False, False
+        if not all(self.contains(part, inclusive=True) for part in parts[:-1]):
+            return False, False
+        return self.contains(parts[-1], inclusive=False), len(merged) <= len(self.gt)
 
 
 def window_match(
