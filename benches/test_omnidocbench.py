@@ -7,8 +7,8 @@ engine answers each page once per run whatever the number of versions (the reque
 import pytest
 
 from evalsuite.benchmarks import omnidocbench
+from evalsuite.metrics.omnidocbench.common.formula_cdm import cdm_hook
 from evalsuite.metrics.omnidocbench.evaluation import OFFICIAL_VERSION
-from evalsuite.metrics.omnidocbench.formula_cdm import cdm_hook
 
 BENCHMARK = omnidocbench.BENCHMARK
 

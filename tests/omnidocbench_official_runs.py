@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from evalsuite.metrics.omnidocbench.common.formula_cdm import cdm_hook
 from evalsuite.metrics.omnidocbench.evaluation import Evaluation, evaluate_pages
-from evalsuite.metrics.omnidocbench.formula_cdm import cdm_hook
 from tests.test_omnidocbench_v15 import same
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"

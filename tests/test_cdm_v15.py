@@ -24,7 +24,7 @@ from evalsuite.metrics.cdm.v1_5.latex import normalize
 from evalsuite.metrics.cdm.v1_5.match import RenderedSide
 from evalsuite.metrics.cdm.v1_5.render import colour_list, paper_size
 from evalsuite.metrics.cdm.v1_5.score import cdm_scores, prepare_side, render_side, score_sides
-from evalsuite.metrics.omnidocbench.formula_cdm import cdm_pair
+from evalsuite.metrics.omnidocbench.common.formula_cdm import cdm_pair
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cdm" / "cdm_v15_cases.json.gz"
 with gzip.open(FIXTURE, "rt", encoding="utf-8") as _handle:

@@ -3,6 +3,7 @@ the checker finds upward imports and cycles where they are."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -89,6 +90,30 @@ def test_metrics_lie_below_the_data_sources_and_the_sources_below_the_engines():
     downward = [edge(e.imported, e.importer) for e in upward]
     found = upward_imports([*upward, *downward], LAYER_MAP)
     assert [violation.edge for violation in found] == upward
+
+
+VERSIONED_METRICS = ("evalsuite.metrics.omnidocbench", "evalsuite.metrics.cdm")
+"""Metrics laid out as a shared ``common`` package beside one package per version or code base
+(``v1_0``, ``v1_5``, ``v1_6``)."""
+VERSION_PACKAGE = re.compile(r"v\d+_\d+")
+
+
+def test_versioned_metrics_share_only_their_common_package():
+    """Within a metric of :data:`VERSIONED_METRICS`, ``common`` imports no version's package and
+    no version's package imports another's: what two versions use lies in ``common``."""
+    crossing = []
+    for edge in collect_imports(PACKAGE_DIR):
+        for metric in VERSIONED_METRICS:
+            prefix = metric + "."
+            if not (edge.importer.startswith(prefix) and edge.imported.startswith(prefix)):
+                continue
+            importer = edge.importer.removeprefix(prefix).split(".")[0]
+            imported = edge.imported.removeprefix(prefix).split(".")[0]
+            if (importer != imported and VERSION_PACKAGE.fullmatch(imported)
+                    and (importer == "common" or VERSION_PACKAGE.fullmatch(importer))):
+                crossing.append(f"{edge.where(PACKAGE_DIR.parent)}: {edge.importer} imports "
+                                f"{edge.imported}")
+    assert crossing == []
 
 
 def test_every_top_level_module_has_a_layer():

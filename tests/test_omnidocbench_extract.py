@@ -1,4 +1,4 @@
-"""OmniDocBench v1.0 markdown splitting (evalsuite.metrics.omnidocbench.extract).
+"""OmniDocBench v1.0 markdown splitting (evalsuite.metrics.omnidocbench.v1_0.extract).
 
 Oracles: (a) the official ``md_tex_filter`` output on ~700 generated pages
 (``fixtures/omnidocbench/normalize_cases.json.gz``, from opendatalab/OmniDocBench at 895837f);
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalsuite.metrics.omnidocbench.extract import CATEGORIES, PredictedElement, split_markdown
-from evalsuite.metrics.omnidocbench.normalize import normalize_formula, normalize_text
+from evalsuite.metrics.omnidocbench.common.extract import CATEGORIES, PredictedElement
+from evalsuite.metrics.omnidocbench.common.normalize import normalize_formula, normalize_text
+from evalsuite.metrics.omnidocbench.v1_0.extract import split_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
 

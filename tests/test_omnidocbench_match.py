@@ -26,21 +26,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.match import (
+from evalsuite.metrics.omnidocbench.common.extract import PredictedElement
+from evalsuite.metrics.omnidocbench.common.match import (
     Deadline,
     GtItem,
     MatchedRow,
     MatchError,
     cost_matrix,
     match_quick,
-    match_quick_or_simple,
-    match_simple,
     window_match,
 )
-from evalsuite.metrics.omnidocbench.page import (
+from evalsuite.metrics.omnidocbench.common.sample import ElementSample
+from evalsuite.metrics.omnidocbench.v1_0.match import match_quick_or_simple, match_simple
+from evalsuite.metrics.omnidocbench.v1_0.page import (
     ELEMENTS,
-    ElementSample,
     PageMatches,
     choose_table_format,
     match_page,

@@ -1,4 +1,4 @@
-"""OmniDocBench v1.0 normalisation (evalsuite.metrics.omnidocbench.normalize).
+"""OmniDocBench v1.0 normalisation (evalsuite.metrics.omnidocbench.common.normalize).
 
 Oracles: (a) the official functions' outputs on generated inputs
 (``fixtures/omnidocbench/normalize_cases.json.gz``, made by ``make_normalize_cases.py`` from
@@ -22,8 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalsuite.metrics.omnidocbench.extract import split_markdown
-from evalsuite.metrics.omnidocbench.normalize import (
+from evalsuite.metrics.omnidocbench.common.normalize import (
     LatexmlUnavailableError,
     collapse_repeated_chars,
     latex_table_to_html,
@@ -34,6 +33,7 @@ from evalsuite.metrics.omnidocbench.normalize import (
     normalize_text,
     strip_markdown_fences,
 )
+from evalsuite.metrics.omnidocbench.v1_0.extract import split_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
 needs_latexml = pytest.mark.skipif(

@@ -1,4 +1,4 @@
-"""The OmniDocBench v1.0 aggregates (evalsuite.metrics.omnidocbench.summary) against the
+"""The OmniDocBench v1.0 aggregates (evalsuite.metrics.omnidocbench.common.summary) against the
 official metric results in cases.json.gz (made by running the official code: make_cases.py),
 fed with the official matched samples of each run, so only the aggregation is under test."""
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalsuite.metrics.omnidocbench import summary
+from evalsuite.metrics.omnidocbench.common import summary
 
 CASES = json.loads(gzip.decompress(
     (Path(__file__).parent / "fixtures" / "omnidocbench" / "cases.json.gz").read_bytes()

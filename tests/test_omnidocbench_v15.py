@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from evalsuite.metrics.omnidocbench import versions
+from evalsuite.metrics.omnidocbench.common.sample import ElementSample
 from evalsuite.metrics.omnidocbench.evaluation import (
     CODE_BASES,
     PAGE_FIELDS,
@@ -32,8 +33,8 @@ from evalsuite.metrics.omnidocbench.evaluation import (
     evaluate_pages,
     leaderboard_overall,
 )
-from evalsuite.metrics.omnidocbench.extract import split_markdown
-from evalsuite.metrics.omnidocbench.page import ELEMENTS, ElementSample, match_page, run_samples
+from evalsuite.metrics.omnidocbench.v1_0.extract import split_markdown
+from evalsuite.metrics.omnidocbench.v1_0.page import ELEMENTS, match_page, run_samples
 from evalsuite.metrics.omnidocbench.versions import V10, V15
 from tests.test_omnidocbench_match import official_row
 

@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's page splitting (:func:`md_tex_filter_v16`) against the official
+"""OmniDocBench v1.6's page splitting (:func:`md_tex_filter`) against the official
 ``md_tex_filter`` (opendatalab/OmniDocBench at 9dc1dec), and the whole v1.6 page step from the
 predicted markdown.
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
-from evalsuite.metrics.omnidocbench.v16_page import PAGE_OUTPUTS, match_extracted_page_v16
+from evalsuite.metrics.omnidocbench.v1_6.extract import md_tex_filter
+from evalsuite.metrics.omnidocbench.v1_6.page import PAGE_OUTPUTS, match_extracted_page
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
 LATEXML_PAGES = 2
@@ -81,7 +81,7 @@ def test_generated_pages() -> None:
     assert len(pages) > 390
     differing = []
     for page in pages:
-        found = as_recorded(list(md_tex_filter_v16(page["markdown"]).items()))
+        found = as_recorded(list(md_tex_filter(page["markdown"]).items()))
         if found != page["output"] or key_orders(found) != key_orders(page["output"]):
             differing.append(page["id"])
     assert differing == []
@@ -93,7 +93,7 @@ def test_recorded_page_extractions() -> None:
     recorded as pairs)."""
     differing = []
     for page in recorded_pages():
-        found = md_tex_filter_v16(page["markdown"])
+        found = md_tex_filter(page["markdown"])
         if isinstance(page["extracted"], dict):
             found_recorded = as_recorded(found, sort_keys=True)
         else:
@@ -106,12 +106,12 @@ def test_recorded_page_extractions() -> None:
 
 @needs_latexml
 def test_whole_page_from_markdown() -> None:
-    """``match_extracted_page_v16`` on the suite's own extraction gives the official page
+    """``match_extracted_page`` on the suite's own extraction gives the official page
     outputs: the whole v1.6 page step from the predicted markdown."""
     differing = []
     for page in recorded_pages():
-        found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
-                                         md_tex_filter_v16(page["markdown"]), page["img_name"])
+        found = match_extracted_page(copy.deepcopy(page["gt_page"]),
+                                     md_tex_filter(page["markdown"]), page["img_name"])
         if as_recorded(dict(zip(PAGE_OUTPUTS, found, strict=True))) != page["outputs"]:
             differing.append(page["id"])
     assert differing == []
@@ -120,6 +120,6 @@ def test_whole_page_from_markdown() -> None:
 def test_missing_categories_are_absent() -> None:
     """Only categories with items appear (the official defaultdict's keys), in order of their
     first item's position."""
-    found = md_tex_filter_v16("$$x = 1$$\n\nsome text")
+    found = md_tex_filter("$$x = 1$$\n\nsome text")
     assert list(found) == ["equation_isolated", "text_all"]
-    assert md_tex_filter_v16("") == {}
+    assert md_tex_filter("") == {}

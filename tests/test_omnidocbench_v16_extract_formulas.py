@@ -1,5 +1,5 @@
 """OmniDocBench v1.6's formula helpers of ``md_tex_filter``
-(:mod:`evalsuite.metrics.omnidocbench.v16_extract_formulas`).
+(:mod:`evalsuite.metrics.omnidocbench.v1_6.extract_formulas`).
 
 Exactness: the official helpers of ``src/core/preprocess/extract.py`` at 9dc1dec (pylatexenc
 2.10) on random formula lines, captions, display formulas (margin split switch off and on) and
@@ -13,7 +13,7 @@ import gzip
 import json
 from pathlib import Path
 
-from evalsuite.metrics.omnidocbench.v16_extract_formulas import (
+from evalsuite.metrics.omnidocbench.v1_6.extract_formulas import (
     display_formula_items,
     formula_rescue_item,
     html_table_formula_rescue_items,

@@ -1,7 +1,7 @@
-"""OmniDocBench v1.6's display-formula step (v16_formula_pool, v16_formula_match,
-v16_cdm_variants) against the official code: ``v16_formula_cases.json.gz``
+"""OmniDocBench v1.6's display-formula step (v1_6.formula_pool, v1_6.formula_match,
+v1_6.cdm_variants) against the official code: ``v16_formula_cases.json.gz``
 (make_v16_formula_cases.py; the candidate search also replayed on the recorded official
-quick-match calls, so that it is checked apart from v16_quick), the formula stage of the 54
+quick-match calls, so that it is checked apart from v1_6.quick), the formula stage of the 54
 constructed pages in ``v16_cases.json.gz`` and of the random pages in
 ``v16_page_cases.json.gz``."""
 
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_formula_match import (
+from evalsuite.metrics.omnidocbench.v1_6.formula_match import (
     attach_formula_cdm_surrogates,
     match_display_formula_candidates,
 )
-from evalsuite.metrics.omnidocbench.v16_formula_pool import (
+from evalsuite.metrics.omnidocbench.v1_6.formula_pool import (
     build_formula_candidate_pool,
     normalize_logic_brace_formula,
 )
-from evalsuite.metrics.omnidocbench.v16_normalize import normalize_formula_v16
-from evalsuite.metrics.omnidocbench.v16_split import split_formula
+from evalsuite.metrics.omnidocbench.v1_6.normalize import normalize_formula
+from evalsuite.metrics.omnidocbench.v1_6.split import split_formula
 
 FIXTURES = Path(__file__).parent / "fixtures" / "omnidocbench"
 CASES = json.loads(gzip.decompress((FIXTURES / "v16_formula_cases.json.gz").read_bytes()))
@@ -72,7 +72,7 @@ def test_candidates_with_recorded_quick_match(page):
 
 @pytest.mark.parametrize("page", PAGES, ids=[page["img_name"] for page in PAGES])
 def test_candidates_with_suite_quick_match(page):
-    pytest.importorskip("evalsuite.metrics.omnidocbench.v16_quick")
+    pytest.importorskip("evalsuite.metrics.omnidocbench.v1_6.quick")
     rows = match_display_formula_candidates(
         copy.deepcopy(page["gt_formula"]), copy.deepcopy(page["pool"]),
         copy.deepcopy(page["current"]), page["img_name"])
@@ -97,10 +97,10 @@ def test_logic_brace(formula, expected):
 def _constructed_inputs(page: dict) -> tuple[list, list, list]:
     """(ground-truth formulas, pool, current rows) of a constructed page, from its ground truth
     and the recorded stages before the formula step."""
-    from evalsuite.metrics.omnidocbench.v16_page import page_elements_v16, sorted_by_order
+    from evalsuite.metrics.omnidocbench.v1_6.page import page_elements, sorted_by_order
 
     gt_formula = sorted_by_order(
-        page_elements_v16(GT_PAGES[page["id"]]).get("equation_isolated") or [])
+        page_elements(GT_PAGES[page["id"]]).get("equation_isolated") or [])
     pool = build_formula_candidate_pool(page["stages"]["md_tex_filter"])
     current = [row for row in page["stages"].get("_maybe_apply_local_text_span_fallback", [])
                if row.get("gt_category_type") == "equation_isolated" and row["gt_idx"] != [""]]
@@ -109,7 +109,7 @@ def _constructed_inputs(page: dict) -> tuple[list, list, list]:
 
 @pytest.mark.parametrize("page", CONSTRUCTED, ids=[page["id"] for page in CONSTRUCTED])
 def test_constructed_pages(page):
-    pytest.importorskip("evalsuite.metrics.omnidocbench.v16_quick")
+    pytest.importorskip("evalsuite.metrics.omnidocbench.v1_6.quick")
     gt_formula, pool, current = _constructed_inputs(page)
     if not gt_formula and not pool:  # the page step skips the formula step
         assert "_match_display_formula_candidates" not in page["stages"]
@@ -130,7 +130,7 @@ def test_random_pages_pool_and_surrogates(page):
 
 @pytest.mark.parametrize("page", RANDOM_PAGES, ids=[page["img_name"] for page in RANDOM_PAGES])
 def test_random_pages_candidates(page):
-    pytest.importorskip("evalsuite.metrics.omnidocbench.v16_quick")
+    pytest.importorskip("evalsuite.metrics.omnidocbench.v1_6.quick")
     args = copy.deepcopy(page["stages"]["formula_candidates"])
     rows = match_display_formula_candidates(args["gt_formula"], args["pred_formula"],
                                             args["current"], page["img_name"])
@@ -170,6 +170,6 @@ def test_cases_reach_the_branches():
     assert any(math.prod(2 ** (c - 1) for c in page if 1 < c <= 8) > 128 for page in counts)
     assert any(item.get("fine_category_type") == "formula_rescue"
                for page in PAGES for item in page["pool"])
-    assert any(not normalize_formula_v16(item["latex"])
+    assert any(not normalize_formula(item["latex"])
                for page in PAGES for item in page["gt_formula"])
     assert any(abs(len(page["gt_formula"]) - len(page["pool"])) >= 3 for page in PAGES)

@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's quick match (:mod:`evalsuite.metrics.omnidocbench.mgam`).
+"""OmniDocBench v1.6's quick match (:mod:`evalsuite.metrics.omnidocbench.v1_6.mgam`).
 
 Exactness: the official ``match_gt2pred_quick`` at 9dc1dec on 400 random pages and every call
 the official page step made on the 54 constructed pages
@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from evalsuite.metrics.omnidocbench.match import (
+from evalsuite.metrics.omnidocbench.common.match import (
     Deadline,
     merge_split_predictions,
     window_match,
 )
-from evalsuite.metrics.omnidocbench.mgam import MgamLine, MgamRow, match_lines
+from evalsuite.metrics.omnidocbench.v1_6.mgam import MgamLine, MgamRow, match_lines
 from evalsuite.metrics.omnidocbench.versions import V16
 
 FIXTURE = Path(__file__).parent / "fixtures/omnidocbench/v16_cases.json.gz"

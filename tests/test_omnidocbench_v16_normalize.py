@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's formula normalisation (:mod:`evalsuite.metrics.omnidocbench.v16_normalize`).
+"""OmniDocBench v1.6's formula normalisation (:mod:`evalsuite.metrics.omnidocbench.v1_6.normalize`).
 
 Exactness: the official ``normalized_formula`` at 9dc1dec on 1,287 inputs (quirks, the v1.0
 normalisation cases' formulas, the constructed pages' formulas, random token strings) and every
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalsuite.metrics.omnidocbench.v16_normalize import (
-    normalize_formula_v16,
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
+    normalize_formula,
     replace_circled,
     strip_formula_delimiters,
     strip_formula_tags,
@@ -40,17 +40,17 @@ PAGE_FORMULAS = sorted({
 
 @pytest.mark.parametrize(("text", "expected"), FORMULAS)
 def test_normalize_formula_equals_official(text: str, expected: str) -> None:
-    assert normalize_formula_v16(text) == expected
+    assert normalize_formula(text) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), PAGE_FORMULAS)
 def test_page_formula_lines_equal_official(text: str, expected: str) -> None:
-    assert normalize_formula_v16(text) == expected
+    assert normalize_formula(text) == expected
 
 
 def test_quirks() -> None:
-    assert normalize_formula_v16("\\mathbfcal{A}") == "cala"  # \mathbf deleted before \mathbfcal
-    assert normalize_formula_v16("x \\tag{open") == "x{open"  # an unclosed tag loses \tag only
+    assert normalize_formula("\\mathbfcal{A}") == "cala"  # \mathbf deleted before \mathbfcal
+    assert normalize_formula("x \\tag{open") == "x{open"  # an unclosed tag loses \tag only
     assert replace_circled("\\textcircled{ 3 }\u2461\u24d0\u24b6") == "32aA"
     assert strip_formula_tags("a\\tag * {1}b\\tagx{c}") == "ab\\tagx{c}"
 
@@ -66,6 +66,6 @@ def test_delimiter_strip_is_idempotent(text: str) -> None:
 
 @given(_FORMULA)
 def test_result_has_no_whitespace_or_upper_case(text: str) -> None:
-    result = normalize_formula_v16(text.upper())
+    result = normalize_formula(text.upper())
     assert result == result.lower()
     assert not any(char.isspace() for char in result)

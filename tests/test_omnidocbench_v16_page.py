@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's page step (evalsuite.metrics.omnidocbench.v16_page) against the official
+"""OmniDocBench v1.6's page step (evalsuite.metrics.omnidocbench.v1_6.page) against the official
 page step (``End2EndDataset.process_get_matched_elements`` at 9dc1dec): each step on the inputs
 the official one was given, the page's glue with the other modules' steps replayed from the
 record, and whole pages with the suite's own steps.
@@ -20,17 +20,17 @@ from typing import Any
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_page import (
-    IGNORED_TEXT_CATEGORIES,
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES
+from evalsuite.metrics.omnidocbench.v1_6.page import (
     PAGE_OUTPUTS,
     PageSteps,
     adapt_cross_category_norm,
     local_text_span_fallback,
-    match_extracted_page_v16,
-    page_elements_v16,
-    reading_order_v16,
+    match_extracted_page,
+    page_elements,
+    reading_order,
     sorted_by_order,
-    table_candidates_v16,
+    table_candidates,
     without_categories,
 )
 
@@ -100,7 +100,7 @@ def pred_mix(extracted: dict) -> list[dict]:
 @pytest.mark.parametrize("page_id", GENERATED)
 def test_ground_truth_elements_and_mix(page_id: str) -> None:
     page = generated_pages()[page_id]
-    elements = page_elements_v16(copy.deepcopy(page["gt_page"]))
+    elements = page_elements(copy.deepcopy(page["gt_page"]))
     assert plain(elements) == page["stages"]["get_page_elements"]
     mix = [item for category in MIXED for item in elements.get(category) or []]
     assert sorted_by_order(mix) == page["stages"]["gt_mix"]
@@ -170,7 +170,7 @@ def test_table_candidates(page_id: str) -> None:
     converted = recorded[len(extracted.get("html_table") or []):]
     by_latex = {item["content"]: done["content"]
                 for item, done in zip(extracted.get("latex_table") or [], converted, strict=True)}
-    assert table_candidates_v16(extracted, by_latex.__getitem__) == recorded
+    assert table_candidates(extracted, by_latex.__getitem__) == recorded
 
 
 @pytest.mark.parametrize("page_id", GENERATED)
@@ -179,10 +179,10 @@ def test_ignored_rows_and_reading_order(page_id: str) -> None:
     outputs = page["outputs"]
     rows = page["stages"]["local_fallback"]["result"]
     text = [row for row in rows if row.get("gt_category_type") in MIXED[:-1]]
-    assert without_categories(text, IGNORED_TEXT_CATEGORIES) == outputs["text_block"]
+    assert without_categories(text, IGNORED_CATEGORIES) == outputs["text_block"]
     ordered = outputs["text_block"] + outputs["display_formula"] + outputs["html_table"]
     if ordered:
-        assert reading_order_v16(ordered, page["img_name"]) == outputs["reading_order"]
+        assert reading_order(ordered, page["img_name"]) == outputs["reading_order"]
     else:
         assert outputs["reading_order"] == []
 
@@ -236,9 +236,9 @@ def replayed_steps(stages: dict) -> PageSteps:
 def test_page_glue_with_recorded_steps(page_id: str) -> None:
     page = generated_pages()[page_id]
     stages = page["stages"]
-    found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
-                                     copy.deepcopy(stages["md_tex_filter"]), page["img_name"],
-                                     replayed_steps(stages))
+    found = match_extracted_page(copy.deepcopy(page["gt_page"]),
+                                 copy.deepcopy(stages["md_tex_filter"]), page["img_name"],
+                                 replayed_steps(stages))
     assert dict(zip(PAGE_OUTPUTS, plain(found), strict=True)) == page["outputs"]
 
 
@@ -258,6 +258,6 @@ def test_whole_page(page_id: str) -> None:
     the official extraction's output (from the markdown through the suite's own extraction:
     test_omnidocbench_v16_extract.py)."""
     page = all_pages()[page_id]
-    found = match_extracted_page_v16(copy.deepcopy(page["gt_page"]),
-                                     copy.deepcopy(recorded_extraction(page)), page["img_name"])
+    found = match_extracted_page(copy.deepcopy(page["gt_page"]),
+                                 copy.deepcopy(recorded_extraction(page)), page["img_name"])
     assert dict(zip(PAGE_OUTPUTS, plain(found), strict=True)) == page["outputs"]

@@ -1,4 +1,4 @@
-"""v1.6 quick match rows (v16_quick) == the official ``match_gt2pred_quick`` rows recorded by
+"""v1.6 quick match rows (v1_6.quick) == the official ``match_gt2pred_quick`` rows recorded by
 tests/fixtures/omnidocbench/make_v16_cases.py (random calls and the page step's calls)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_quick import (
-    match_quick_v16,
-    match_simple_v16,
+from evalsuite.metrics.omnidocbench.v1_6.quick import (
+    match_quick,
+    match_simple,
     sort_predictions,
     split_gt_items,
     split_pred_items,
@@ -33,8 +33,8 @@ def _jsonable(rows: list[dict]) -> list[dict]:
 @pytest.mark.parametrize(("case_id", "call"), CALLS, ids=[case_id for case_id, _ in CALLS])
 def test_rows_equal_official(case_id: str, call: dict) -> None:
     img = call["rows"][0]["img_id"] if call["rows"] else case_id
-    rows = match_quick_v16(call["gt_items"], call["pred_items"], "text_all", img,
-                           call["split_pred_formula"])
+    rows = match_quick(call["gt_items"], call["pred_items"], "text_all", img,
+                       call["split_pred_formula"])
     assert _jsonable(rows) == call["rows"]
 
 
@@ -51,7 +51,7 @@ def test_inputs_left_unchanged() -> None:
     call = next(c for _, c in CALLS if any(
         i.get("category_type") == "equation_isolated" for i in c["pred_items"]))
     gt, pred = json.dumps(call["gt_items"]), json.dumps(call["pred_items"])
-    match_quick_v16(call["gt_items"], call["pred_items"], "text_all", "x.jpg")
+    match_quick(call["gt_items"], call["pred_items"], "text_all", "x.jpg")
     assert (json.dumps(call["gt_items"]), json.dumps(call["pred_items"])) == (gt, pred)
 
 
@@ -61,6 +61,6 @@ SIMPLE = json.loads(gzip.decompress(SIMPLE_FILE.read_bytes()))["cases"]
 
 @pytest.mark.parametrize("case", SIMPLE, ids=[case["id"] for case in SIMPLE])
 def test_simple_rows_equal_official(case: dict) -> None:
-    rows, _ = match_simple_v16(case["gt_items"], case["pred_items"], "html_table",
-                               case["rows"][0]["img_id"] if case["rows"] else "x.jpg")
+    rows, _ = match_simple(case["gt_items"], case["pred_items"], "html_table",
+                           case["rows"][0]["img_id"] if case["rows"] else "x.jpg")
     assert _jsonable(rows) == case["rows"]

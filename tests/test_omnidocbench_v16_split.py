@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's multi-line formula split (:mod:`evalsuite.metrics.omnidocbench.v16_split`).
+"""OmniDocBench v1.6's multi-line formula split (:mod:`evalsuite.metrics.omnidocbench.v1_6.split`).
 
 Exactness: the official ``split_gt_equation_arrays`` and ``split_equation_arrays`` at 9dc1dec on
 random environments (rows, breaks, end labels, tags, wrappers, delimiters) and the formula
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalsuite.metrics.omnidocbench.v16_split import (
+from evalsuite.metrics.omnidocbench.v1_6.split import (
     latex_rows,
     split_formula,
     split_rows_orders,

@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's metric step (:mod:`evalsuite.metrics.omnidocbench.v16_summary`) against
+"""OmniDocBench v1.6's metric step (:mod:`evalsuite.metrics.omnidocbench.v1_6.summary`) against
 runs of the unmodified official code (9dc1dec):
 
 - cases.json.gz: whole official runs without CDM of the 54 pages whose official page outputs
@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 
 from evalsuite.metrics.cdm import CdmToolchainUnavailableError
-from evalsuite.metrics.omnidocbench.formula_cdm import cdm_hook
-from evalsuite.metrics.omnidocbench.v16_summary import (
-    evaluate_run_v16,
+from evalsuite.metrics.omnidocbench.common.formula_cdm import cdm_hook
+from evalsuite.metrics.omnidocbench.v1_6.summary import (
+    evaluate_run,
     formula_cdm_scores,
     gt_pages_by_element,
-    match_debug_v16,
-    run_samples_v16,
+    match_debug_section,
+    run_samples,
     strip_cdm_math_wrappers,
 )
 
@@ -61,13 +61,13 @@ def test_official_runs_without_cdm(run_name: str) -> None:
     kept = run["pages_passing_filter"]
     assert kept == [name for name in run["pages"] if _passes(gt[name], run["filter"])]
     official = run["official"]["v1.6"]
-    result = evaluate_run_v16(
+    result = evaluate_run(
         [V16_PAGES[name] for name in kept],
         {gt[name]["page_info"]["image_path"]: gt[name]["page_info"]["page_attribute"]
          for name in run["pages"]},
         gt_pages_by_element(gt[name] for name in kept),
         teds_workers=2,
-        match_debug=match_debug_v16(len(kept), workers=2),
+        match_debug=match_debug_section(len(kept), workers=2),
     )
     assert _canonical(result.metric_result) == _canonical(official["metric_result"])
     report = official["run_summary"]
@@ -90,7 +90,7 @@ def _recorded_cdm(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
 def test_official_runs_with_cdm(run: dict[str, Any]) -> None:
     kept = [page for page in run["gt_pages"] if _passes(page, run["filter"])]
     names = [page["page_info"]["image_path"] for page in kept]
-    result = evaluate_run_v16(
+    result = evaluate_run(
         [SUMMARY_CASES["pages"][name] for name in names],
         {page["page_info"]["image_path"]: page["page_info"]["page_attribute"]
          for page in run["gt_pages"]},
@@ -98,7 +98,7 @@ def test_official_runs_with_cdm(run: dict[str, Any]) -> None:
         formula_cdm=_recorded_cdm if run["cdm"] else None,
         teds_workers=2,
         cdm_workers=2,
-        match_debug=match_debug_v16(len(kept), run["fallback"], workers=2),
+        match_debug=match_debug_section(len(kept), run["fallback"], workers=2),
     )
     assert _canonical(result.metric_result) == _canonical(run["metric_result"])
     assert _canonical(result.run_report("run")) == _canonical(run["run_summary"])
@@ -114,7 +114,7 @@ def test_every_recorded_cdm_pair_is_asked_for() -> None:
         asked.update(pairs)
         return _recorded_cdm(pairs)
 
-    formulas = run_samples_v16(SUMMARY_CASES["pages"].values())["display_formula"]
+    formulas = run_samples(SUMMARY_CASES["pages"].values())["display_formula"]
     formula_cdm_scores(formulas, recording)
     recorded = {(gt, pred) for gt, pred, _, _ in SUMMARY_CASES["cdm_calls"]}
     assert recorded == asked
@@ -155,7 +155,7 @@ def test_cdm_errors_are_listed_as_exception_cases() -> None:
          "gt_attribute": [{"formula_type": "print"}], "pred_category_type": "equation_isolated",
          "norm_gt": "a", "norm_pred": "b"},
     ]}
-    result = evaluate_run_v16(
+    result = evaluate_run(
         [page], {"p.jpg": {"language": "english"}}, {"display_formula": {"p.jpg"}},
         formula_cdm=lambda pairs: [{"F1_score": 0.0, "cdm_eval_error": "ValueError: bad"}],
     ).metric_result
@@ -178,12 +178,12 @@ def test_official_run_with_the_suites_cdm() -> None:
         pytest.skip(str(error))
     run = next(run for run in SUMMARY_CASES["runs"] if run["name"] == "cdm_all")
     names = [page["page_info"]["image_path"] for page in run["gt_pages"]]
-    result = evaluate_run_v16(
+    result = evaluate_run(
         [SUMMARY_CASES["pages"][name] for name in names],
         {page["page_info"]["image_path"]: page["page_info"]["page_attribute"]
          for page in run["gt_pages"]},
         gt_pages_by_element(run["gt_pages"]),
         formula_cdm=formula_cdm, teds_workers=2, cdm_workers=2,
-        match_debug=match_debug_v16(len(names), workers=2),
+        match_debug=match_debug_section(len(names), workers=2),
     )
     assert _canonical(result.metric_result) == _canonical(run["metric_result"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.v16_tables import normalize_table_v16
+from evalsuite.metrics.omnidocbench.v1_6.tables import normalize_table
 
 CASES = Path(__file__).parent / "fixtures" / "omnidocbench" / "v16_extract_cases.json.gz"
 TABLES = json.loads(gzip.decompress(CASES.read_bytes()))["tables"]
@@ -20,15 +20,15 @@ LATEX = [case for case in TABLES if case[0] == "latex"]
 
 @pytest.mark.parametrize(("table_format", "table", "expected"), HTML)
 def test_html_table_equals_official(table_format: str, table: str, expected: str) -> None:
-    assert normalize_table_v16(table, table_format) == expected
+    assert normalize_table(table, table_format) == expected
 
 
 @pytest.mark.skipif(shutil.which("latexmlc") is None, reason="latexmlc (LaTeXML) not installed")
 @pytest.mark.parametrize(("table_format", "table", "expected"), LATEX)
 def test_latex_table_equals_official(table_format: str, table: str, expected: str) -> None:
-    assert normalize_table_v16(table, table_format) == expected
+    assert normalize_table(table, table_format) == expected
 
 
 def test_unknown_format_rejected() -> None:
     with pytest.raises(ValueError, match="table_format"):
-        normalize_table_v16("<table></table>", "markdown")
+        normalize_table("<table></table>", "markdown")

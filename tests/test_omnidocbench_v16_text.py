@@ -1,4 +1,4 @@
-"""OmniDocBench v1.6's text normalisation (:func:`.v16_normalize.normalize_text_v16`).
+"""OmniDocBench v1.6's text normalisation (:func:`.v1_6.normalize.normalize_text`).
 
 Exactness: the official ``normalized_text`` at 9dc1dec (pylatexenc 2.10) on every text line of
 the 54 constructed pages and on random lines reaching each conversion guard, and the text rows
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.metrics.omnidocbench.normalize import normalize_text
-from evalsuite.metrics.omnidocbench.v16_normalize import inline_to_unicode_v16, normalize_text_v16
+from evalsuite.metrics.omnidocbench.common import normalize as v10_normalize
+from evalsuite.metrics.omnidocbench.v1_6.normalize import inline_to_unicode, normalize_text
 
 FIXTURE = Path(__file__).parent / "fixtures/omnidocbench/v16_text_cases.json.gz"
 CASES = json.loads(gzip.decompress(FIXTURE.read_bytes()))["cases"]
@@ -23,14 +23,14 @@ PAGE_FIXTURE = Path(__file__).parent / "fixtures/omnidocbench/v16_cases.json.gz"
 
 
 def test_equals_official_on_every_case() -> None:
-    wrong = [(text, official, normalize_text_v16(text)) for text, official in CASES
-             if normalize_text_v16(text) != official]
+    wrong = [(text, official, normalize_text(text)) for text, official in CASES
+             if normalize_text(text) != official]
     assert wrong == []
 
 
 def test_cases_tell_the_versions_apart() -> None:
     """The cases are not all ones where v1.0's normaliser would do as well."""
-    assert sum(normalize_text(text) != official for text, official in CASES) > 100
+    assert sum(v10_normalize.normalize_text(text) != official for text, official in CASES) > 100
 
 
 @pytest.mark.parametrize(("body", "converted"), [
@@ -46,11 +46,11 @@ def test_cases_tell_the_versions_apart() -> None:
     ("one two \\x", "one two "),           # not weak: converted
 ])
 def test_inline_conversion_guards(body: str, converted: str | None) -> None:
-    assert inline_to_unicode_v16(body) == converted
+    assert inline_to_unicode(body) == converted
 
 
 def test_circled_characters_read_plainly_on_both_sides_of_conversion() -> None:
-    assert normalize_text_v16("① ⓑ \\textcircled{ Z } $\\textcircled{7}_1$") == "1bZ7_1"
+    assert normalize_text("① ⓑ \\textcircled{ Z } $\\textcircled{7}_1$") == "1bZ7_1"
 
 
 def test_equals_official_rows_of_the_page_step() -> None:
@@ -61,4 +61,4 @@ def test_equals_official_rows_of_the_page_step() -> None:
             for row in page["outputs"]["text_block"] for side in ("gt", "pred")
             if isinstance(row.get(side), str) and f"norm_{side}" in row]
     assert len(rows) > 200
-    assert [(raw, normalize_text_v16(raw)) for raw, _ in rows] == rows
+    assert [(raw, normalize_text(raw)) for raw, _ in rows] == rows

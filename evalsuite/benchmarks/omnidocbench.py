@@ -56,6 +56,8 @@ from evalsuite.datasets.omnidocbench import (
 )
 from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.errors import EvalsuiteError
+from evalsuite.metrics.omnidocbench.common.formula_cdm import FormulaCdm
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES, TEXT_CATEGORIES
 from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
@@ -63,9 +65,7 @@ from evalsuite.metrics.omnidocbench.evaluation import (
     predictions_in,
     score_page,
 )
-from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm
-from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES
-from evalsuite.metrics.omnidocbench.page import TEXT_CATEGORIES, page_blocks
+from evalsuite.metrics.omnidocbench.v1_0.page import page_blocks
 from evalsuite.metrics.omnidocbench.versions import rules_for
 from evalsuite.prompts import MARKDOWN
 from evalsuite.records.model import BenchmarkRecord, SampleRecord

@@ -44,13 +44,13 @@ from evalsuite.errors import DatasetFormatError, EvalsuiteError
 from evalsuite.metrics.cdm import CdmToolchainUnavailableError
 from evalsuite.metrics.olmocr_bench import BenchScores, score_predictions
 from evalsuite.metrics.olmocr_tests import OLMOCR_VERSION
+from evalsuite.metrics.omnidocbench.common.formula_cdm import FormulaCdm, cdm_hook
 from evalsuite.metrics.omnidocbench.evaluation import (
     OFFICIAL_VERSION,
     Evaluation,
     evaluate_pages,
     predictions_in,
 )
-from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_hook
 from evalsuite.metrics.omnidocbench.versions import (
     DATASET_VERSIONS,
     rules_for,

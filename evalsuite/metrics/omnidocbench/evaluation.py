@@ -1,7 +1,7 @@
 """A whole OmniDocBench end-to-end evaluation: ground-truth pages plus one markdown prediction
 per page in, per-page figures and the official aggregates out, by the rules of version 1.0
 (895837f), 1.5 (0f22218) or 1.6 (9dc1dec) (:mod:`.versions`; v1.6's page step and metric step
-are :mod:`.v16_page` and :mod:`.v16_summary`).
+are :mod:`.v1_6.page` and :mod:`.v1_6.summary`).
 
 - Prediction files are looked up as the official code does, first match wins: ``<stem>.md``,
   ``<stem less ".pdf">.mmd``, ``<stem less ".pdf">.md``, ``<image name>.md`` (stem: the image
@@ -10,7 +10,7 @@ are :mod:`.v16_page` and :mod:`.v16_summary`).
   sample anywhere (its attributes still count as known pages); v1.6 scores it as an empty page.
   :attr:`Evaluation.missing` lists them.
 - The table format (HTML or LaTeX predictions) is decided once for the run
-  (:func:`.page.run_samples`; always HTML from v1.5 on).
+  (:func:`.v1_0.page.run_samples`; always HTML from v1.5 on).
 - CDM (the display-formula metric from v1.5 on) is computed only through the ``formula_cdm``
   hook of :func:`evaluate_pages`.
 """
@@ -26,23 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, cdm_pair
-from evalsuite.metrics.omnidocbench.match import MatchError
-from evalsuite.metrics.omnidocbench.page import (
-    ElementSample,
-    PageMatches,
-    match_page,
-    run_samples,
-    values_by_page,
-)
-from evalsuite.metrics.omnidocbench.summary import overall_table, sample_page, summarize
-from evalsuite.metrics.omnidocbench.v16_page import PAGE_OUTPUTS, match_page_v16
-from evalsuite.metrics.omnidocbench.v16_summary import (
-    RunResultV16,
-    evaluate_run_v16,
-    gt_pages_by_element,
-    match_debug_v16,
-)
+from evalsuite.metrics.omnidocbench.common.formula_cdm import FormulaCdm, cdm_pair
+from evalsuite.metrics.omnidocbench.common.match import MatchError
+from evalsuite.metrics.omnidocbench.common.sample import ElementSample, values_by_page
+from evalsuite.metrics.omnidocbench.common.summary import overall_table, sample_page, summarize
+from evalsuite.metrics.omnidocbench.v1_0.page import PageMatches, match_page, run_samples
+from evalsuite.metrics.omnidocbench.v1_6 import page as page_v16
+from evalsuite.metrics.omnidocbench.v1_6 import summary as summary_v16
 from evalsuite.metrics.omnidocbench.versions import RULES, Rules, rules_for
 from evalsuite.textfiles import read_prediction
 
@@ -64,12 +54,13 @@ PAGE_FIELDS = {
 @dataclass(frozen=True)
 class Evaluation:
     """``pages``: per scored page (by image stem) its figures, None where the page has no
-    sample of that element; ``result``: the official metric result (:func:`.summary.summarize`);
-    ``overall``: v1.0's "Overall" table (None from v1.5 on, or when an element has no page
-    figures); ``missing``: image names without a prediction (skipped before v1.6, empty pages
-    in v1.6); ``table_format``: the run's table format; ``version``/``commit``: the official
-    evaluation reproduced; ``leaderboard``: the leaderboard overall of v1.5
-    (:func:`leaderboard_overall`) or v1.6 (:func:`leaderboard_overall_v16`), None in v1.0."""
+    sample of that element; ``result``: the official metric result
+    (:func:`.common.summary.summarize`); ``overall``: v1.0's "Overall" table (None from v1.5
+    on, or when an element has no page figures); ``missing``: image names without a prediction
+    (skipped before v1.6, empty pages in v1.6); ``table_format``: the run's table format;
+    ``version``/``commit``: the official evaluation reproduced; ``leaderboard``: the
+    leaderboard overall of v1.5 (:func:`leaderboard_overall`) or v1.6
+    (:func:`leaderboard_overall_v16`), None in v1.0."""
 
     pages: dict[str, dict[str, float | None]]
     result: dict[str, dict[str, Any]]
@@ -201,7 +192,7 @@ def leaderboard_overall(result: Mapping[str, Mapping[str, Any]]) -> dict[str, An
     return {"overall": overall, **parts, "rule": ROUNDED_PARTS}
 
 
-def leaderboard_overall_v16(run: RunResultV16) -> dict[str, Any]:
+def leaderboard_overall_v16(run: summary_v16.RunResult) -> dict[str, Any]:
     """v1.6's leaderboard overall: eval_report's ``overall_notebook``
     (``((1 - text) * 100 + cdm * 100 + teds * 100) / 3`` on the same three figures as v1.5's,
     unrounded), with its parts as the notebook shows them (None where missing)."""
@@ -267,7 +258,7 @@ def evaluate_pages(
     no prediction: the page is skipped, in v1.6 scored as an empty page) by the official
     evaluation of ``version`` ("1.0", "1.5", "1.6"); ``page_info``: every page's attributes by
     image name (the whole ground truth, also when ``pages`` is a filtered part of it);
-    ``formula_cdm``: the version's CDM scorer (:func:`.formula_cdm.cdm_hook`; None: no CDM
+    ``formula_cdm``: the version's CDM scorer (:func:`.common.formula_cdm.cdm_hook`; None: no CDM
     figures; v1.0 has none).
 
     Raises:
@@ -327,10 +318,11 @@ def _evaluate_v16(
         if text is None:
             missing.append(name)
         names.append(name)
-        outputs.append(dict(zip(PAGE_OUTPUTS, match_page_v16(page, text or "", name),
-                                strict=True)))
-    run = evaluate_run_v16(outputs, page_info, gt_pages_by_element(pages),
-                           formula_cdm=formula_cdm, match_debug=match_debug_v16(len(pages)))
+        matched = page_v16.match_page(page, text or "", name)
+        outputs.append(dict(zip(page_v16.PAGE_OUTPUTS, matched, strict=True)))
+    run = summary_v16.evaluate_run(outputs, page_info, summary_v16.gt_pages_by_element(pages),
+                                   formula_cdm=formula_cdm,
+                                   match_debug=summary_v16.match_debug_section(len(pages)))
     by_page = {element: [replace(sample, img_id=sample_page(sample.img_id, rules))
                          for sample in members]
                for element, members in run.samples.items()}

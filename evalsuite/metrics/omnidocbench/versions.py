@@ -126,9 +126,10 @@ V16 = replace(
     formulas_found_in_text=False,
     code_base="1.6",
 )
-"""v1.6's rules: its quick match (:mod:`.mgam`) reads ``max_run`` and ``formulas_found_in_text``;
-its page step (:mod:`.v16_page`) and metric step (:mod:`.v16_summary`) are its own modules (its
-formula normalisation is :mod:`.v16_normalize`'s, not ``formula_extra_deletions``)."""
+"""v1.6's rules: its quick match (:mod:`.v1_6.mgam`) reads ``max_run`` and
+``formulas_found_in_text``; its page step (:mod:`.v1_6.page`) and metric step
+(:mod:`.v1_6.summary`) are its own modules (its formula normalisation is
+:mod:`.v1_6.normalize`'s, not ``formula_extra_deletions``)."""
 RULES = {rules.version: rules for rules in (V10, V15, V16)}
 
 

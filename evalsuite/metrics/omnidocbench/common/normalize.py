@@ -10,7 +10,9 @@ at 895837f (the v1.0 evaluation code), output for output, quirks included:
 - the raw markdown clean-up of :mod:`.extract`: :func:`strip_markdown_fences`,
   :func:`collapse_repeated_chars`, :func:`markdown_tables_to_html`.
 
-v1.5's changes (0f22218) are switches of :class:`.versions.Rules` taken by these functions.
+v1.5's changes (0f22218) are switches of :class:`..versions.Rules` taken by these functions.
+v1.6's normalisation (:mod:`..v1_6.normalize`, :mod:`..v1_6.tables`) reuses the markdown
+clean-up, the inline-math conversion, :func:`keep_word_chars` and the table steps.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def strip_markdown_fences(text: str, languages: tuple[str, ...] = ("markdown",))
     (``remove_markdown_fences``).
 
     Quirk: the second rule also deletes the closing fence of any code block that ends its line,
-    so such a block is no longer a code block for :func:`.extract.split_markdown`.
+    so such a block is no longer a code block for :func:`..v1_0.extract.split_markdown`.
     """
     for language in languages:
         text = re.sub(f"^```{re.escape(language)}\\n?", "", text, flags=re.MULTILINE)

@@ -1,18 +1,18 @@
 """Splitting a predicted markdown page into OmniDocBench v1.6's elements (``md_tex_filter`` of
 ``src/core/preprocess/extract.py``, opendatalab/OmniDocBench at 9dc1dec), quirks included.
 
-v1.6 keeps v1.5's steps (:func:`.extract.split_markdown`: fences, ``<html>``/``<body>`` tags,
-LaTeX tables, HTML tables, formulas, markdown tables, code blocks, ``\\title{}``-style
+v1.6 keeps v1.5's steps (:func:`..v1_0.extract.split_markdown`: fences, ``<html>``/``<body>``
+tags, LaTeX tables, HTML tables, formulas, markdown tables, code blocks, ``\\title{}``-style
 unwrapping, paragraphs) and changes:
 
 - images are blanked with spaces (positions kept), and their alt text can be rescued as a
-  formula (:func:`.v16_extract_formulas.formula_rescue_item`, ``image_formula``);
+  formula (:func:`.extract_formulas.formula_rescue_item`, ``image_formula``);
 - in a paragraph that reads as an image description (:func:`looks_like_image_description`),
   ``$…$`` and ``\\(…\\)`` delimiters are deleted before formulas are taken;
-- LaTeX tables are converted to HTML at once (:func:`.v16_tables.latex_table_to_html_v16`):
+- LaTeX tables are converted to HTML at once (:func:`.tables.latex_table_to_html`):
   ``html_table`` / ``latex2html_table``, or ``latex_table`` where the conversion gives "";
 - HTML and markdown tables add formula-like cells as ``table_formula_rescue`` items;
-- display formulas go through :func:`.v16_extract_formulas.display_formula_items` (margin
+- display formulas go through :func:`.extract_formulas.display_formula_items` (margin
   text, compound arithmetic);
 - a paragraph is any piece with text: a ``<div>``/``<dir>`` fragment is reduced to its text
   (:func:`html_fragment_text`), and formula-like paragraphs are rescued (``text_formula``);
@@ -27,7 +27,7 @@ import re
 
 from bs4 import BeautifulSoup
 
-from evalsuite.metrics.omnidocbench.extract import (
+from evalsuite.metrics.omnidocbench.common.extract import (
     CODE_BLOCK,
     CONVERTED_TABLE,
     FORMULA,
@@ -40,26 +40,26 @@ from evalsuite.metrics.omnidocbench.extract import (
     formula_from_match,
     latex_tables,
 )
-from evalsuite.metrics.omnidocbench.normalize import (
+from evalsuite.metrics.omnidocbench.common.normalize import (
     MARKDOWN_TABLE,
     collapse_repeated_chars,
     markdown_tables_to_html,
     strip_markdown_fences,
 )
-from evalsuite.metrics.omnidocbench.v16_extract_formulas import (
+from evalsuite.metrics.omnidocbench.v1_6.extract_formulas import (
     display_formula_items,
     formula_rescue_item,
     html_table_formula_rescue_items,
     strip_formula_wrappers,
 )
-from evalsuite.metrics.omnidocbench.v16_tables import latex_table_to_html_v16
+from evalsuite.metrics.omnidocbench.v1_6.tables import latex_table_to_html
 from evalsuite.metrics.omnidocbench.versions import V16
 
 __all__ = [
     "html_fragment_text",
     "is_dropped_inline_label",
     "looks_like_image_description",
-    "md_tex_filter_v16",
+    "md_tex_filter",
 ]
 
 _IMAGE = re.compile(r"!\[(.*?)\]\((.*?)\)")
@@ -136,7 +136,7 @@ def is_dropped_inline_label(item: dict) -> bool:
     """``_should_drop_short_inline_formula_item``: whether an inline formula item
     (``equation_isolated`` / ``equation_inline``) is dropped from the page.
 
-    Rule: with its wrappers stripped (:func:`.v16_extract_formulas.strip_formula_wrappers`) and
+    Rule: with its wrappers stripped (:func:`.extract_formulas.strip_formula_wrappers`) and
     whitespace deleted, it is dropped when it opens with a long right arrow, or when it has at
     most 24 characters, no math token (``=``, ``+``, ``\\frac``…) and looks like a label
     (letters, digits, ``._,-``; or ``…Oy``; or a few Greek/axis letters).
@@ -163,7 +163,8 @@ def is_dropped_inline_label(item: dict) -> bool:
 
 def _paragraph_items(content: str) -> list[dict]:
     """The ``text_block`` items (each followed by its ``text_formula`` rescue, if any) of the
-    paragraphs of ``content``, positions drifting as in v1.0 (:func:`.extract.split_markdown`)."""
+    paragraphs of ``content``, positions drifting as in v1.0
+    (:func:`..v1_0.extract.split_markdown`)."""
     pieces = content.split("\n\n")
     if len(pieces) == 1:
         pieces = content.split("\n")
@@ -183,7 +184,7 @@ def _paragraph_items(content: str) -> list[dict]:
     return items
 
 
-def md_tex_filter_v16(content: str) -> dict[str, list[dict]]:
+def md_tex_filter(content: str) -> dict[str, list[dict]]:
     """One predicted page split into v1.6's items by ``category_type`` (the official
     ``md_tex_filter``); the keys in order of first appearance, each list sorted by
     ``position[0]`` (ties in order of the steps in the module docstring); categories without
@@ -207,7 +208,7 @@ def md_tex_filter_v16(content: str) -> dict[str, list[dict]]:
 
     for start, table in latex_tables(content):
         position = [start, start + len(table)]
-        html = latex_table_to_html_v16(table)
+        html = latex_table_to_html(table)
         found.append({
             "category_type": "html_table" if html else "latex_table",
             "position": position,

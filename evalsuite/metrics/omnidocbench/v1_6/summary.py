@@ -1,12 +1,13 @@
 """OmniDocBench v1.6's metric step (opendatalab/OmniDocBench 9dc1dec), number for number: from
 each page's official page-step outputs (``text_block``, ``display_formula``, ``latex_table``,
 ``html_table``, ``reading_order`` sample dicts) to the official ``<name>_metric_result.json``
-(:func:`evaluate_run_v16`) and eval_report's figures (:meth:`RunResultV16.run_report`, with
+(:func:`evaluate_run`) and eval_report's figures (:meth:`RunResult.run_report`, with
 the leaderboard ``overall_notebook``).
 
-The aggregation is v1.5's (:func:`.summary.summarize` with :data:`.versions.V16`); v1.6 adds:
+The aggregation is v1.5's (:func:`..common.summary.summarize` with :data:`..versions.V16`);
+v1.6 adds:
 
-- the run's samples (:func:`run_samples_v16`): display formulas matched to a prediction that
+- the run's samples (:func:`run_samples`): display formulas matched to a prediction that
   is neither a formula nor empty, and without a CDM surrogate (``pred_cdm``), are scored as
   text; tables are the HTML matches only;
 - ``page`` of TEDS and CDM counts each ground-truth page holding the element
@@ -35,15 +36,15 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalsuite.metrics.omnidocbench.formula_cdm import FormulaCdm, unwrap_dollars
-from evalsuite.metrics.omnidocbench.page import ElementSample, table_teds
-from evalsuite.metrics.omnidocbench.summary import (
+from evalsuite.metrics.omnidocbench.common.formula_cdm import FormulaCdm, unwrap_dollars
+from evalsuite.metrics.omnidocbench.common.sample import ElementSample, table_teds
+from evalsuite.metrics.omnidocbench.common.summary import (
     ELEMENTS,
     sample_metrics,
     sample_page,
     summarize,
 )
-from evalsuite.metrics.omnidocbench.v16_normalize import strip_formula_tags
+from evalsuite.metrics.omnidocbench.v1_6.normalize import strip_formula_tags
 from evalsuite.metrics.omnidocbench.versions import V16
 
 FORMULA_PREDICTION_TYPES = ("equation_inline", "equation_isolated", "")
@@ -77,7 +78,7 @@ def gt_pages_by_element(gt_pages: Iterable[Mapping[str, Any]]) -> dict[str, set[
     return pages
 
 
-def run_samples_v16(
+def run_samples(
     page_outputs: Iterable[Mapping[str, Any]],
 ) -> dict[str, list[dict[str, Any]]]:
     """The run's samples per element (``get_matched_elements``), pages in run order. A
@@ -194,7 +195,7 @@ def _attribute_dicts(value: Any) -> Iterator[Mapping[str, Any]]:
 
 
 @dataclass(frozen=True)
-class RunResultV16:
+class RunResult:
     """A run's official v1.6 results: ``metric_result`` (``<name>_metric_result.json``) and
     ``page_denominators`` (``build_metric_page_denominators`` per element); ``samples``: the
     scored samples per element."""
@@ -208,20 +209,20 @@ class RunResultV16:
         machine's packages and TeX files)."""
         return {
             "save_name": save_name,
-            "stage_execution": stage_execution_v16(self.metric_result),
+            "stage_execution": stage_execution(self.metric_result),
             "page_denominators": self.page_denominators,
-            "notebook_metric_summary": notebook_metric_summary_v16(self.metric_result,
-                                                                   self.page_denominators),
+            "notebook_metric_summary": notebook_metric_summary(self.metric_result,
+                                                               self.page_denominators),
         }
 
     @property
     def overall(self) -> float | None:
         """The leaderboard overall (``overall_notebook``), None without CDM, text or TEDS."""
-        return notebook_metric_summary_v16(self.metric_result,
-                                           self.page_denominators)["overall_notebook"]
+        return notebook_metric_summary(self.metric_result,
+                                       self.page_denominators)["overall_notebook"]
 
 
-def evaluate_run_v16(
+def evaluate_run(
     page_outputs: Iterable[Mapping[str, Any]],
     page_info: Mapping[str, Mapping[str, Any]],
     gt_pages: Mapping[str, Collection[str]],
@@ -230,7 +231,7 @@ def evaluate_run_v16(
     teds_workers: int = 13,
     cdm_workers: int = 13,
     match_debug: Mapping[str, Any] | None = None,
-) -> RunResultV16:
+) -> RunResult:
     """The official v1.6 results of a run.
 
     ``page_outputs``: per page of the (filtered) run, in ground-truth order, the page step's
@@ -239,8 +240,8 @@ def evaluate_run_v16(
     scorer (v1.6: ``evalsuite.metrics.cdm.cdm_scores(pairs, version="1.6")`` as dicts), None
     to leave CDM out as a config without it does; ``teds_workers``/``cdm_workers``: the
     worker counts the debug sections report (``resolve_*_workers`` of the config);
-    ``match_debug``: :func:`match_debug_v16`, written when given."""
-    samples = run_samples_v16(page_outputs)
+    ``match_debug``: :func:`match_debug_section`, written when given."""
+    samples = run_samples(page_outputs)
     formulas = samples["display_formula"]
     cdm = formula_cdm_scores(formulas, formula_cdm) if formula_cdm is not None else None
     scored = {element: scored_samples(element, samples[element],
@@ -265,8 +266,8 @@ def evaluate_run_v16(
     }}
     if match_debug:
         result["match_debug"] = dict(match_debug)
-    return RunResultV16(result, page_denominators_v16(scored, gt_pages, with_cdm=cdm is not None),
-                        scored)
+    return RunResult(result, page_denominators(scored, gt_pages, with_cdm=cdm is not None),
+                     scored)
 
 
 def _cdm_debug(
@@ -303,7 +304,7 @@ def _case_order(record: Mapping[str, Any]) -> tuple[str, ...]:
                  for key in ("img_id", "gt_idx", "pred_idx", "reason", "case_name"))
 
 
-def match_debug_v16(
+def match_debug_section(
     page_count: int,
     fallback_pages: Mapping[str, Iterable[str]] | None = None,
     *,
@@ -326,7 +327,7 @@ def match_debug_v16(
     }
 
 
-def page_denominators_v16(
+def page_denominators(
     scored: Mapping[str, Sequence[ElementSample]],
     gt_pages: Mapping[str, Collection[str]],
     *,
@@ -360,7 +361,7 @@ NOTEBOOK_FIGURES = (
 """eval_report's figures: name, path in the metric result, notebook scale."""
 
 
-def notebook_metric_summary_v16(
+def notebook_metric_summary(
     result: Mapping[str, Any], denominators: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``build_notebook_metric_summary``: per figure ``raw`` (None unless a finite number),
@@ -400,7 +401,7 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def stage_execution_v16(result: Mapping[str, Any]) -> dict[str, Any]:
+def stage_execution(result: Mapping[str, Any]) -> dict[str, Any]:
     """``build_stage_execution_summary``: the match fallbacks and each metric's debug counts."""
     summary: dict[str, Any] = {}
     match_debug = result.get("match_debug")

@@ -1,8 +1,8 @@
 """Predicted tables as OmniDocBench v1.6 normalises them (``normalized_table`` of
 ``src/core/preprocess/data_preprocess.py``, opendatalab/OmniDocBench at 9dc1dec).
 
-v1.6 keeps v1.0's pipeline (:mod:`normalize`: bs4 DOM clean-up, unescape, NFKC, attribute and tag
-deletion, LaTeXML for LaTeX tables) and adds:
+v1.6 keeps v1.0's pipeline (:mod:`..common.normalize`: bs4 DOM clean-up, unescape, NFKC,
+attribute and tag deletion, LaTeXML for LaTeX tables) and adds:
 
 - the DOM step also unwraps ``<tbody>`` and then normalises the text of every cell
   (:func:`normalize_cell_text`: NFKC, symbol spellings, simple math wrappers, lone dashes);
@@ -11,7 +11,8 @@ deletion, LaTeXML for LaTeX tables) and adds:
 
 Deliberate deviations: the official environment overrides (``OMNIDOCBENCH_MAX_LATEX_INPUT_LEN``,
 ``OMNIDOCBENCH_LATEXMLC_TIMEOUT_SEC``) are not read; their defaults (8000 characters, 60 s) are
-fixed. A missing ``latexmlc`` raises :class:`LatexmlUnavailableError` (v1.6 would score "").
+fixed. A missing ``latexmlc`` raises :class:`..common.normalize.LatexmlUnavailableError` (v1.6
+would score "").
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import unicodedata
 
 from bs4 import NavigableString
 
-from evalsuite.metrics.omnidocbench.normalize import (
+from evalsuite.metrics.omnidocbench.common.normalize import (
     WHITESPACE_RUN,
     latex_table_preamble,
     latexmlc_tables,
@@ -32,10 +33,10 @@ from evalsuite.metrics.omnidocbench.normalize import (
 
 __all__ = [
     "LATEXMLC_TIMEOUT_S",
-    "latex_table_to_html_v16",
+    "latex_table_to_html",
     "normalize_cell_text",
-    "normalize_html_table_v16",
-    "normalize_table_v16",
+    "normalize_html_table",
+    "normalize_table",
     "table_latex_is_bad",
 ]
 
@@ -126,10 +127,10 @@ def _simplify_table_dom(table: str) -> str:
     return _normalize_cells(simplify_table_tags(table, sections=("thead", "tbody")))
 
 
-def normalize_html_table_v16(html_table: str) -> str:
+def normalize_html_table(html_table: str) -> str:
     """An HTML table as v1.6 compares it (``normalized_html_table``): v1.0's rule
-    (:func:`normalize.normalize_html_table`) with ``<tbody>`` also unwrapped in the DOM step and
-    each cell's text through :func:`normalize_cell_text` before unescaping."""
+    (:func:`..common.normalize.normalize_html_table`) with ``<tbody>`` also unwrapped in the DOM
+    step and each cell's text through :func:`normalize_cell_text` before unescaping."""
     return normalize_html_table_with(html_table, _simplify_table_dom)
 
 
@@ -170,40 +171,40 @@ def table_latex_is_bad(latex: str) -> bool:
     )
 
 
-def _latex_table_document_v16(latex: str) -> str:
+def _latex_table_document(latex: str) -> str:
     """v1.6's document around the table (v1.0's preamble, each line indented by 8 spaces)."""
     indent = "\n        "
     head = indent + indent.join([*latex_table_preamble(), "\\begin{document}", ""])
     return head + latex + indent + "\\end{document}"
 
 
-def latex_table_to_html_v16(latex: str) -> str:
+def latex_table_to_html(latex: str) -> str:
     """A predicted LaTeX table as v1.6 scores it (``normalized_table(latex, 'latex')``).
 
     Rule: "" when :func:`table_latex_is_bad`; else ``latexmlc --quiet --nocomments`` on
-    :func:`_latex_table_document_v16` (limit :data:`LATEXMLC_TIMEOUT_S`; failure or timeout
+    :func:`_latex_table_document` (limit :data:`LATEXMLC_TIMEOUT_S`; failure or timeout
     gives ""); the bodies of its output's tables, each wrapped in ``<table>…</table>``, joined by
-    newlines, through :func:`normalize_html_table_v16` (so "" stays "").
+    newlines, through :func:`normalize_html_table` (so "" stays "").
 
     Raises:
         LatexmlUnavailableError: ``latexmlc`` is not on PATH.
     """
     if table_latex_is_bad(latex):
         return ""
-    tables = latexmlc_tables(_latex_table_document_v16(latex), "v1.6", LATEXMLC_TIMEOUT_S)
-    return normalize_html_table_v16(tables)
+    tables = latexmlc_tables(_latex_table_document(latex), "v1.6", LATEXMLC_TIMEOUT_S)
+    return normalize_html_table(tables)
 
 
-def normalize_table_v16(table: str, table_format: str) -> str:
-    """``normalized_table(table, table_format)`` of v1.6: :func:`normalize_html_table_v16`
-    (``"html"``) or :func:`latex_table_to_html_v16` (``"latex"``).
+def normalize_table(table: str, table_format: str) -> str:
+    """``normalized_table(table, table_format)`` of v1.6: :func:`normalize_html_table`
+    (``"html"``) or :func:`latex_table_to_html` (``"latex"``).
 
     Raises:
         ValueError: ``table_format`` is neither ``"html"`` nor ``"latex"``.
         LatexmlUnavailableError: ``"latex"`` without ``latexmlc`` on PATH.
     """
     if table_format == "html":
-        return normalize_html_table_v16(table)
+        return normalize_html_table(table)
     if table_format == "latex":
-        return latex_table_to_html_v16(table)
+        return latex_table_to_html(table)
     raise ValueError(f"table_format must be 'html' or 'latex', not {table_format!r}")

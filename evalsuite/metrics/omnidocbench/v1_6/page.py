@@ -3,17 +3,17 @@ samples (``End2EndDataset.process_get_matched_elements`` of ``src/dataset/end2en
 opendatalab/OmniDocBench at 9dc1dec, with ``configs/end2end.yaml``: ``quick_match``), quirks
 included.
 
-The page's steps, in order: the prediction split into elements (``md_tex_filter``, v16_extract);
-the ground truth by category, truncated blocks merged (:func:`page_elements_v16`); the predicted
+The page's steps, in order: the prediction split into elements (:func:`.extract.md_tex_filter`);
+the ground truth by category, truncated blocks merged (:func:`page_elements`); the predicted
 tables (LaTeX ones converted to HTML) matched to the ground-truth tables one to one
 (``match_gt2pred_simple``); the ground-truth text and display formulas, sorted by ``order``,
 matched to every other predicted element at once (``match_gt2pred_quick`` on ``text_all``);
 each row whose two sides differ in kind (text vs formula) rescored on plain text
 (:func:`adapt_cross_category_norm`); rows of long or formula-bearing text and of titles that
 matched badly given a nearby run of predictions instead (:func:`local_text_span_fallback`);
-the display-formula rows re-matched by the formula step (v16_formula_match); the text rows of
+the display-formula rows re-matched by the formula step (:mod:`.formula_match`); the text rows of
 ignored categories (captions, headers, footers, …) dropped; the reading-order sample
-(:func:`reading_order_v16`).
+(:func:`reading_order`).
 
 Rows are plain dicts with the official keys (``gt_idx``, ``gt``, ``pred_idx``, ``pred``,
 ``gt_position``, ``pred_position``, ``norm_gt``, ``norm_pred``, ``gt_category_type``,
@@ -38,57 +38,42 @@ from typing import Any, NamedTuple
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.errors import DatasetFormatError
-from evalsuite.metrics.omnidocbench import (
-    v16_formula_match,
-    v16_formula_pool,
-    v16_quick,
-    v16_tables,
+from evalsuite.metrics.omnidocbench.common.ground_truth import (
+    IGNORED_CATEGORIES,
+    TEXT_CATEGORIES,
+    merged_block,
 )
-from evalsuite.metrics.omnidocbench.normalize import INLINE_MATH, inline_math_to_unicode
-from evalsuite.metrics.omnidocbench.page import merged_block
-from evalsuite.metrics.omnidocbench.v16_extract import md_tex_filter_v16
-from evalsuite.metrics.omnidocbench.v16_normalize import (
-    inline_to_unicode_v16,
-    normalize_formula_v16,
-    normalize_text_v16,
+from evalsuite.metrics.omnidocbench.common.normalize import INLINE_MATH, inline_math_to_unicode
+from evalsuite.metrics.omnidocbench.v1_6 import formula_match, formula_pool, quick, tables
+from evalsuite.metrics.omnidocbench.v1_6.extract import md_tex_filter
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
+    inline_to_unicode,
+    normalize_formula,
+    normalize_text,
     replace_circled,
     strip_formula_delimiters,
 )
-from evalsuite.metrics.omnidocbench.v16_quick import normalised_edit
+from evalsuite.metrics.omnidocbench.v1_6.quick import normalised_edit
 
 __all__ = [
-    "IGNORED_TEXT_CATEGORIES",
     "PAGE_OUTPUTS",
-    "TEXT_CATEGORIES",
     "PageSteps",
     "adapt_cross_category_norm",
     "local_text_span_fallback",
-    "match_extracted_page_v16",
-    "match_page_v16",
-    "page_elements_v16",
-    "reading_order_v16",
+    "match_extracted_page",
+    "match_page",
+    "page_elements",
+    "reading_order",
     "sorted_by_order",
-    "table_candidates_v16",
+    "table_candidates",
     "without_categories",
 ]
 
 Row = dict[str, Any]
 
 PAGE_OUTPUTS = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
-"""What each place of the page step's output holds (:func:`match_extracted_page_v16`)."""
+"""What each place of the page step's output holds (:func:`match_extracted_page`)."""
 
-TEXT_CATEGORIES = (
-    "text_block", "title", "code_txt", "code_txt_caption", "reference", "equation_caption",
-    "figure_caption", "figure_footnote", "table_caption", "table_footnote", "code_algorithm",
-    "code_algorithm_caption", "header", "footer", "page_footnote", "page_number",
-)
-"""The ground-truth categories scored as text (before the ignored ones are dropped)."""
-IGNORED_TEXT_CATEGORIES = (
-    "figure_caption", "figure_footnote", "table_caption", "table_footnote", "code_algorithm",
-    "code_algorithm_caption", "header", "footer", "page_footnote", "page_number",
-    "equation_caption",
-)
-"""Text categories matched (they take their predictions) but not scored."""
 _MIXED_GT_CATEGORIES = (*TEXT_CATEGORIES, "equation_isolated")
 _TABLE_LIKE_PREDICTIONS = ("html_table", "latex_table", "md2html_table", "formula_rescue")
 _FORMULA_CATEGORIES = ("equation_isolated", "equation_inline")
@@ -108,7 +93,7 @@ _TIE = 1e-12
 # --- ground truth -------------------------------------------------------------------------------
 
 
-def page_elements_v16(gt_page: Mapping[str, Any]) -> dict[str, list[dict]]:
+def page_elements(gt_page: Mapping[str, Any]) -> dict[str, list[dict]]:
     """The page's ``layout_dets`` by ``category_type``, ignored ones dropped and truncated
     blocks merged (``get_page_elements``).
 
@@ -167,7 +152,7 @@ def without_categories(rows: Sequence[Row], categories: Sequence[str]) -> list[R
 # --- reading order ------------------------------------------------------------------------------
 
 
-def reading_order_v16(rows: Sequence[Row], img_name: str) -> dict[str, Any]:
+def reading_order(rows: Sequence[Row], img_name: str) -> dict[str, Any]:
     """The page's reading-order sample (``get_order_paired``), ``{}`` when it has no orders.
 
     Rule: ``gt`` = the sorted orders of every row with a ground truth (``gt_position`` lists
@@ -194,8 +179,8 @@ def reading_order_v16(rows: Sequence[Row], img_name: str) -> dict[str, Any]:
 
 def _text_to_unicode(text: str) -> str:
     """``textblock2unicode``: circled characters read plainly, inline formulas converted
-    (the first half of :func:`.v16_normalize.normalize_text_v16`)."""
-    return inline_math_to_unicode(replace_circled(text), inline_to_unicode_v16)
+    (the first half of :func:`.normalize.normalize_text`)."""
+    return inline_math_to_unicode(replace_circled(text), inline_to_unicode)
 
 
 def _inline_formulas_normalised(text: str) -> str:
@@ -204,7 +189,7 @@ def _inline_formulas_normalised(text: str) -> str:
     done = 0
     for found in INLINE_MATH.finditer(text):
         body = found.group(1) if found.group(1) is not None else found.group(2)
-        pieces += [text[done : found.start()], normalize_formula_v16(body).strip()]
+        pieces += [text[done : found.start()], normalize_formula(body).strip()]
         done = found.end()
     pieces.append(text[done:])
     return "".join(pieces)
@@ -237,8 +222,8 @@ def adapt_cross_category_norm(row: Row) -> Row:
         return row
     row["gt"] = _cross_category_text(gt_category, row.get("gt", ""))
     row["pred"] = _cross_category_text(pred_category, row.get("pred", ""))
-    row["norm_gt"] = normalize_text_v16(row["gt"])
-    row["norm_pred"] = normalize_text_v16(row["pred"])
+    row["norm_gt"] = normalize_text(row["gt"])
+    row["norm_pred"] = normalize_text(row["pred"])
     row["edit"] = normalised_edit(row["norm_gt"], row["norm_pred"])
     return row
 
@@ -352,9 +337,9 @@ def _best_span(row: Row, pool: Sequence[_PoolItem], blocked: set[int]) -> dict |
     category = row.get("gt_category_type", "")
     hinted = _has_formula_hint(gt)
     if hinted and not _is_formula(category):
-        target = normalize_text_v16(_inline_formulas_normalised(gt))
+        target = normalize_text(_inline_formulas_normalised(gt))
     else:
-        target = normalize_text_v16(_cross_category_text(category, gt))
+        target = normalize_text(_cross_category_text(category, gt))
     if not target:
         return None
     current = _edit_or_none(row)
@@ -375,7 +360,7 @@ def _best_span(row: Row, pool: Sequence[_PoolItem], blocked: set[int]) -> dict |
                 break
             raw += pool[end].raw_text
             rendered += pool[end].rendered_text
-            norm_pred = normalize_text_v16(rendered)
+            norm_pred = normalize_text(rendered)
             if not norm_pred:
                 continue
             candidate = {
@@ -463,16 +448,16 @@ class PageSteps(NamedTuple):
 def default_steps() -> PageSteps:
     """The suite's v1.6 steps of the other modules."""
     return PageSteps(
-        quick_match=v16_quick.match_quick_v16,
-        simple_match=v16_quick.match_simple_v16,
-        latex_table_to_html=v16_tables.latex_table_to_html_v16,
-        formula_pool=v16_formula_pool.build_formula_candidate_pool,
-        formula_candidates=v16_formula_match.match_display_formula_candidates,
-        formula_surrogates=v16_formula_match.attach_formula_cdm_surrogates,
+        quick_match=quick.match_quick,
+        simple_match=quick.match_simple,
+        latex_table_to_html=tables.latex_table_to_html,
+        formula_pool=formula_pool.build_formula_candidate_pool,
+        formula_candidates=formula_match.match_display_formula_candidates,
+        formula_surrogates=formula_match.attach_formula_cdm_surrogates,
     )
 
 
-def table_candidates_v16(
+def table_candidates(
     pred_dataset: Mapping[str, list[dict]], latex_table_to_html: Callable[[str], str]
 ) -> list[dict]:
     """The predicted tables matched to the ground-truth ones: the HTML tables, then the LaTeX
@@ -486,7 +471,7 @@ def table_candidates_v16(
     return [*(pred_dataset.get("html_table") or []), *converted]
 
 
-def match_extracted_page_v16(
+def match_extracted_page(
     gt_page: Mapping[str, Any],
     pred_dataset: Mapping[str, list[dict]],
     img_name: str,
@@ -495,7 +480,7 @@ def match_extracted_page_v16(
     """One page's samples (``process_get_matched_elements``): ``[text rows, display-formula
     rows, LaTeX-table rows (always empty in v1.6), HTML-table rows, reading-order sample]``,
     from the prediction's elements by category (``md_tex_filter``'s output,
-    :func:`.v16_extract.md_tex_filter_v16`; its items are read, not copied, as officially). A
+    :func:`.extract.md_tex_filter`; its items are read, not copied, as officially). A
     page without a prediction is scored as an empty page (``_match_single_page``). The
     categories' order (officially that of their first element on the page) orders the
     predictions given to the text match.
@@ -504,7 +489,7 @@ def match_extracted_page_v16(
     hold no orders (as officially).
     """
     steps = steps or default_steps()
-    elements = page_elements_v16(gt_page)
+    elements = page_elements(gt_page)
     pred_mix = [item for category, items in pred_dataset.items()
                 if category not in _TABLE_LIKE_PREDICTIONS for item in items]
     gt_mix = sorted_by_order(
@@ -512,7 +497,7 @@ def match_extracted_page_v16(
     )
     table_rows: list[Row] = []
     if elements.get("table"):
-        candidates = table_candidates_v16(pred_dataset, steps.latex_table_to_html)
+        candidates = table_candidates(pred_dataset, steps.latex_table_to_html)
         rows, _ = steps.simple_match(
             sorted_by_order(elements["table"]), candidates, "html_table", img_name
         )
@@ -529,17 +514,17 @@ def match_extracted_page_v16(
         formula_rows = steps.formula_surrogates(
             steps.formula_candidates(gt_formula, pred_formula, formula_rows, img_name)
         )
-    text_rows = without_categories(text_rows, IGNORED_TEXT_CATEGORIES)
+    text_rows = without_categories(text_rows, IGNORED_CATEGORIES)
     ordered = [*text_rows, *formula_rows, *table_rows]
-    order_sample = reading_order_v16(ordered, img_name) if ordered else []
+    order_sample = reading_order(ordered, img_name) if ordered else []
     return [text_rows, formula_rows, [], table_rows, order_sample]
 
 
-def match_page_v16(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> list:
+def match_page(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> list:
     """One page's samples from its predicted Markdown (``process_get_matched_elements``):
-    :func:`match_extracted_page_v16` on ``md_tex_filter_v16(markdown)``.
+    :func:`match_extracted_page` on ``md_tex_filter(markdown)``.
 
     Give ``markdown`` as the official reads a prediction file: UTF-8 text with universal newlines
     (``\\r\\n`` and ``\\r`` read as ``\\n``); ``""`` for a page without a prediction.
     """
-    return match_extracted_page_v16(gt_page, md_tex_filter_v16(markdown), img_name)
+    return match_extracted_page(gt_page, md_tex_filter(markdown), img_name)

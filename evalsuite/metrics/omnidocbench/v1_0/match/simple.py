@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from evalsuite.metrics.assignment import linear_sum_assignment
-from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.match.rows import (
+from evalsuite.metrics.omnidocbench.common.extract import PredictedElement
+from evalsuite.metrics.omnidocbench.common.match.rows import (
     Deadline,
     GtItem,
     LineType,

@@ -8,7 +8,7 @@ captions at its margin become ``text_all`` items, ``a = 1 \\quad b = 2`` of arit
 becomes one item per segment.
 
 Items are plain dicts with the official keys in the official order. ``_sanitize_formula_candidate``
-is :func:`.v16_cdm_variants.sanitize_formula_candidate`.
+is :func:`.cdm_variants.sanitize_formula_candidate`.
 
 Deviation: the official LaTeX-to-text conversion (``safe_latex_to_text``) runs pylatexenc in a
 subprocess with a time limit and can be switched off by ``OMNIDOCBENCH_DISABLE_LATEX_TO_TEXT``;
@@ -23,11 +23,11 @@ import re
 
 from bs4 import BeautifulSoup
 
-from evalsuite.metrics.omnidocbench.v16_cdm_variants import (
+from evalsuite.metrics.omnidocbench.v1_6.cdm_variants import (
     sanitize_formula_candidate,
     strip_formula_wrappers,
 )
-from evalsuite.metrics.omnidocbench.v16_normalize import safe_latex_to_text_v16
+from evalsuite.metrics.omnidocbench.v1_6.normalize import safe_latex_to_text
 
 __all__ = [
     "display_formula_items",
@@ -194,7 +194,7 @@ def latex_fragment_to_plain_text(text: str) -> str:
     text = text.strip()
     if not text:
         return ""
-    plain = safe_latex_to_text_v16(text, fallback=text)
+    plain = safe_latex_to_text(text, fallback=text)
     return _WHITESPACE.sub(" ", plain.replace("\xa0", " ")).strip()
 
 

@@ -6,7 +6,7 @@ on: multi-line predictions cut into runs of their rows
 (``_build_formula_partitioned_pred_candidates``) and logic-brace ``cases`` blocks rewritten
 (``normalize_logic_brace_formula``). ``End2EndDataset`` of ``src/dataset/end2end_dataset.py``,
 opendatalab/OmniDocBench at 9dc1dec, quirks included; the matchings and the choice among them
-are :mod:`.v16_formula_match`.
+are :mod:`.formula_match`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from evalsuite.metrics.omnidocbench.v16_normalize import (
-    normalize_formula_v16,
-    normalize_text_v16,
+from evalsuite.metrics.omnidocbench.common.ground_truth import TEXT_CATEGORIES
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
+    normalize_formula,
+    normalize_text,
     strip_formula_delimiters,
 )
-from evalsuite.metrics.omnidocbench.v16_quick import (
+from evalsuite.metrics.omnidocbench.v1_6.quick import (
     normalised_edit,
     split_gt_items,
     split_pred_items,
 )
-from evalsuite.metrics.omnidocbench.v16_split import (
+from evalsuite.metrics.omnidocbench.v1_6.split import (
     ENV_START,
     LOGIC_MARKER,
     alignment_cells,
@@ -58,11 +59,6 @@ Row = dict[str, Any]
 _RESCUED = ("text_formula", "image_formula", "formula_rescue", "table_formula_rescue")
 _MAX_PARTITIONS = 128
 _MAX_PARTITION_LINES = 8
-_TEXT_CATEGORIES = (
-    "text_block", "title", "code_txt", "code_txt_caption", "reference", "equation_caption",
-    "figure_caption", "figure_footnote", "table_caption", "table_footnote", "code_algorithm",
-    "code_algorithm_caption", "header", "footer", "page_footnote", "page_number",
-)
 _CASES_TRAILING_CONTEXT = 200
 
 
@@ -165,14 +161,14 @@ def ground_truth(gt_formula: list[dict]) -> GroundTruth:
         kind = item.get("fine_category_type") or item["category_type"]
         if item.get("content"):
             content = str(item["content"])
-            norm = (normalize_text_v16(content) if item["category_type"] == "text_all"
+            norm = (normalize_text(content) if item["category_type"] == "text_all"
                     else item["content"])
-        elif item["category_type"] in _TEXT_CATEGORIES:
+        elif item["category_type"] in TEXT_CATEGORIES:
             content = str(item["text"])
-            norm = normalize_text_v16(content)
+            norm = normalize_text(content)
         elif item["category_type"] == "equation_isolated":
             content = str(item["latex"])
-            norm = normalize_formula_v16(content)
+            norm = normalize_formula(content)
         else:
             continue
         if content and norm:
@@ -186,8 +182,8 @@ def _lines(truth: GroundTruth, pred_items: list[dict]) -> Lines:
     for item in pred_items:
         content = str(item["content"])
         kind = item["category_type"]
-        norm = (normalize_text_v16(content) if kind == "text_all" else
-                normalize_formula_v16(content) if kind == "equation_isolated" else content)
+        norm = (normalize_text(content) if kind == "text_all" else
+                normalize_formula(content) if kind == "equation_isolated" else content)
         if content and norm:
             pred.append((content, norm))
     return Lines(truth.lines, truth.norm, truth.types, [p[0] for p in pred],

@@ -1,5 +1,5 @@
 """OmniDocBench v1.6's display-formula step of the page: the ground-truth formulas re-matched to
-the pool's predictions (:mod:`.v16_formula_pool`) by the best of several candidate matchings
+the pool's predictions (:mod:`.formula_pool`) by the best of several candidate matchings
 (``_match_display_formula_candidates``) and the CDM variants of each row
 (``_attach_formula_cdm_surrogates``): ``End2EndDataset`` of ``src/dataset/end2end_dataset.py``,
 opendatalab/OmniDocBench at 9dc1dec, with ``configs/end2end.yaml``'s settings, quirks included.
@@ -7,7 +7,7 @@ opendatalab/OmniDocBench at 9dc1dec, with ``configs/end2end.yaml``'s settings, q
 Candidates (each a complete set of rows, one per ground-truth formula line, when required):
 
 - ``current_match``: the display-formula rows of the page's text match;
-- ``quick_unsplit``: the quick match on formulas, predictions not split (v16_quick);
+- ``quick_unsplit``: the quick match on formulas, predictions not split (:mod:`.quick`);
 - ``hungarian_unsplit``: a one-to-one assignment minimising the summed edit (unmatched: 1);
 - ``dp_unsplit`` (``_allow_gaps``): an order-keeping dynamic programme where a ground-truth line
   takes a run of predictions (joined in an ``array``), with up to 1-2 skipped ones when gaps
@@ -17,7 +17,7 @@ Candidates (each a complete set of rows, one per ground-truth formula line, when
 - ``split_dp`` (``_allow_gaps``): the programme on the predictions split into rows;
 - ``logic_norm_*``: the above on predictions whose ``cases`` blocks with logic markers are
   rewritten as ``\\left\\{ \\begin{array}{l} … \\end{array} \\right.``
-  (:func:`.v16_formula_pool.normalize_logic_brace_formula`).
+  (:func:`.formula_pool.normalize_logic_brace_formula`).
 
 The best candidate has the smallest (summed edit, character-weighted edit, predictions left
 unused, mean edit, fewer logic-brace rewrites last, unmatched ground truth), floats compared with
@@ -40,11 +40,11 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.assignment import linear_sum_assignment
-from evalsuite.metrics.omnidocbench.v16_cdm_variants import (
+from evalsuite.metrics.omnidocbench.v1_6.cdm_variants import (
     build_matrix_cdm_variants,
     sanitize_formula_candidate,
 )
-from evalsuite.metrics.omnidocbench.v16_formula_pool import (
+from evalsuite.metrics.omnidocbench.v1_6.formula_pool import (
     GroundTruth,
     Prepared,
     Row,
@@ -59,7 +59,7 @@ from evalsuite.metrics.omnidocbench.v16_formula_pool import (
     with_formula_types,
     with_sources,
 )
-from evalsuite.metrics.omnidocbench.v16_quick import match_quick_v16, normalised_edit
+from evalsuite.metrics.omnidocbench.v1_6.quick import match_quick, normalised_edit
 
 __all__ = [
     "QuickMatch",
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 QuickMatch = Callable[..., list[Row]]
-"""``match_quick_v16(gt_items, pred_items, line_type, img_name, split_pred_formula=...)``."""
+"""``match_quick(gt_items, pred_items, line_type, img_name, split_pred_formula=...)``."""
 
 _FORMULA_ROW_TYPES = ("", "equation_inline", "equation_isolated")
 _NO_PREDICTION = ([""], "")
@@ -411,7 +411,7 @@ def _better(candidate_key: tuple, best_key: tuple) -> bool:
 
 def _default_quick_match() -> QuickMatch:
 
-    return match_quick_v16
+    return match_quick
 
 
 def match_display_formula_candidates(
@@ -423,8 +423,8 @@ def match_display_formula_candidates(
 ) -> list[Row]:
     """``_match_display_formula_candidates``: the rows of the best candidate matching of the
     ground-truth display formulas (sorted by order) to the pool's predictions (module
-    docstring), ``[]`` when no candidate is complete. ``quick_match`` replaces v16_quick's
-    ``match_quick_v16`` (tests replay recorded official calls through it)."""
+    docstring), ``[]`` when no candidate is complete. ``quick_match`` replaces :mod:`.quick`'s
+    ``match_quick`` (tests replay recorded official calls through it)."""
     quick_match = quick_match or _default_quick_match()
     truth = ground_truth(gt_formula)
     candidates = [
@@ -468,9 +468,9 @@ def _text_surrogate(row: Row) -> bool:
 def attach_formula_cdm_surrogates(matches: Iterable[Row]) -> list[Row]:
     """``_attach_formula_cdm_surrogates``: copies of the rows with ``gt_cdm`` (the ground truth
     for CDM) and ``pred_cdm_alt`` (a cleaned prediction) from
-    :func:`.v16_cdm_variants.build_matrix_cdm_variants` when not empty; a text prediction
+    :func:`.cdm_variants.build_matrix_cdm_variants` when not empty; a text prediction
     scored by CDM (:func:`_text_surrogate`) also gets ``pred_cdm`` (itself, stripped), a
-    ``pred_cdm_alt`` (:func:`.v16_cdm_variants.sanitize_formula_candidate`) when it has none
+    ``pred_cdm_alt`` (:func:`.cdm_variants.sanitize_formula_candidate`) when it has none
     and that differs, and ``gt_cdm`` (the ground truth when not set)."""
     out = []
     for row in matches:

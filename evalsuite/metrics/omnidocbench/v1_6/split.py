@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evalsuite.metrics.omnidocbench.v16_normalize import (
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
     strip_formula_delimiters,
     strip_formula_tags,
 )

@@ -1,7 +1,7 @@
 """OmniDocBench v1.5's hybrid match (0f22218): text and display formulas matched together by
-v1.0's quick-match steps (:mod:`.quick`), with the cells of unmatched predicted tables as text;
-and :func:`match_quick_or_simple`, the match of a page's text in v1.0 and v1.5 under v1.0's
-time limit, the simple match (:mod:`.simple`) its fallback."""
+v1.0's quick-match steps (:mod:`...common.match.quick`), with the cells of unmatched predicted
+tables as text; and :func:`match_quick_or_simple`, the match of a page's text in v1.0 and v1.5
+under v1.0's time limit, the simple match (:mod:`.simple`) its fallback."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from dataclasses import replace
 import numpy as np
 from bs4 import BeautifulSoup
 
-from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.match.quick import (
+from evalsuite.metrics.omnidocbench.common.extract import PredictedElement
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES
+from evalsuite.metrics.omnidocbench.common.match.quick import (
     MASK_COST,
     QUICK_MATCH_TIMEOUT_S,
     Group,
     match_quick,
     quick_groups,
 )
-from evalsuite.metrics.omnidocbench.match.rows import (
-    IGNORED_CATEGORIES,
+from evalsuite.metrics.omnidocbench.common.match.rows import (
     Deadline,
     GtItem,
     LineType,
@@ -32,8 +32,8 @@ from evalsuite.metrics.omnidocbench.match.rows import (
     gt_pred_lines,
     matched_row,
 )
-from evalsuite.metrics.omnidocbench.match.simple import match_simple
-from evalsuite.metrics.omnidocbench.normalize import _Bs4v411TreeBuilder
+from evalsuite.metrics.omnidocbench.common.normalize import _Bs4v411TreeBuilder
+from evalsuite.metrics.omnidocbench.v1_0.match.simple import match_simple
 from evalsuite.metrics.omnidocbench.versions import V10, V15, Rules
 
 __all__ = ["match_hybrid", "match_quick_or_simple", "table_leftover_cells"]

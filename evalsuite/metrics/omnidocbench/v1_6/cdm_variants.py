@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 
-from evalsuite.metrics.omnidocbench.v16_normalize import (
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
     strip_formula_delimiters,
     strip_formula_tags,
 )
-from evalsuite.metrics.omnidocbench.v16_split import skip_row_break_options
+from evalsuite.metrics.omnidocbench.v1_6.split import skip_row_break_options
 
 __all__ = [
     "build_matrix_cdm_variants",

@@ -17,117 +17,47 @@ import math
 import posixpath
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from pylatexenc.latex2text import LatexNodes2Text
 from rapidfuzz.distance import Levenshtein
 
-from evalsuite.metrics.omnidocbench.extract import split_markdown
-from evalsuite.metrics.omnidocbench.match import (
+from evalsuite.metrics.omnidocbench.common.ground_truth import (
     IGNORED_CATEGORIES,
+    TEXT_CATEGORIES,
+    merged_block,
+)
+from evalsuite.metrics.omnidocbench.common.match import (
     QUICK_MATCH_TIMEOUT_S,
     GtItem,
     LineType,
     MatchedRow,
     MatchError,
     match_quick,
+)
+from evalsuite.metrics.omnidocbench.common.normalize import keep_word_chars, normalize_table
+from evalsuite.metrics.omnidocbench.common.sample import ElementSample, page_figures, table_teds
+from evalsuite.metrics.omnidocbench.v1_0.extract import split_markdown
+from evalsuite.metrics.omnidocbench.v1_0.match import (
     match_quick_or_simple,
     match_simple,
     table_leftover_cells,
 )
-from evalsuite.metrics.omnidocbench.normalize import keep_word_chars, normalize_table
-from evalsuite.metrics.omnidocbench.summary import page_edit_distance
 from evalsuite.metrics.omnidocbench.versions import V10, Rules
-from evalsuite.metrics.tables import teds
 
 __all__ = [
     "ELEMENTS",
-    "TEXT_CATEGORIES",
-    "ElementSample",
     "PageMatches",
     "choose_table_format",
     "match_page",
     "page_blocks",
     "page_values",
     "run_samples",
-    "values_by_page",
 ]
 
 ELEMENTS = ("text_block", "display_formula", "table", "reading_order")
-
-TEXT_CATEGORIES = (
-    "text_block",
-    "title",
-    "code_txt",
-    "code_txt_caption",
-    "reference",
-    "equation_caption",
-    "figure_caption",
-    "figure_footnote",
-    "table_caption",
-    "table_footnote",
-    "code_algorithm",
-    "code_algorithm_caption",
-    "header",
-    "footer",
-    "page_footnote",
-    "page_number",
-)
-"""Ground-truth categories matched as text, in the order v1.0 collects them."""
-
-
-@dataclass(frozen=True)
-class ElementSample:
-    """One official sample of an element with its metric values.
-
-    The row fields are those of :class:`.match.MatchedRow`; a reading-order sample has only
-    ``gt``/``pred`` (the ground-truth orders in reading order and in predicted order), ``edit``
-    and ``img_id``. For tables ``norm_gt``/``norm_pred`` are the normalised tables.
-    ``upper_len = max(len(gt'), len(pred'))`` and ``edit_num = Levenshtein(pred', gt')``,
-    ``edit_dist = edit_num / upper_len`` (both None when ``upper_len`` is 0), where ``x'`` is
-    ``norm_x`` or, when that is empty, ``x``. ``teds``/``teds_structure_only`` for tables only;
-    ``cdm`` (F1) for v1.5 display formulas scored through the CDM hook.
-    ``gt_attribute`` holds the ground-truth blocks' ``attribute`` dicts, which the official
-    per-attribute ``group`` breakdown reads (``{}`` for a merged truncated block and for a row
-    without ground truth).
-    """
-
-    gt: str | tuple[int | str, ...]
-    pred: str | tuple[int | str, ...]
-    img_id: str
-    edit: float
-    norm_gt: str = ""
-    norm_pred: str = ""
-    gt_idx: tuple[int | str, ...] = ()
-    pred_idx: tuple[int | str, ...] | str = ()
-    gt_category_type: str = ""
-    pred_category_type: str = ""
-    gt_position: tuple[int | str, ...] | str = ()
-    pred_position: int | str = ""
-    gt_attribute: tuple[Mapping[str, Any], ...] = ()
-    edit_num: int | None = None
-    upper_len: int | None = None
-    edit_dist: float | None = None
-    teds: float | None = None
-    teds_structure_only: float | None = None
-    cdm: float | None = None
-
-    @classmethod
-    def scored(cls, row: MatchedRow, **overrides: Any) -> ElementSample:
-        """The sample of a matched row (fields replaced by ``overrides``) with its edit scores."""
-        sample = cls(**{f.name: getattr(row, f.name) for f in fields(row)} | overrides)
-        return sample.with_edit_scores()
-
-    def with_edit_scores(self) -> ElementSample:
-        """This sample with ``upper_len``, ``edit_num`` and ``edit_dist`` (``call_Edit_dist``)."""
-        gt, pred = self.norm_gt or self.gt, self.norm_pred or self.pred
-        upper_len = max(len(pred), len(gt))
-        if not upper_len:
-            return replace(self, upper_len=0)
-        edit_num = Levenshtein.distance(pred, gt)
-        return replace(self, upper_len=upper_len, edit_num=edit_num, edit_dist=edit_num / upper_len)
 
 
 @dataclass(frozen=True)
@@ -205,19 +135,6 @@ def page_blocks(gt_page: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]
     return blocks
 
 
-def merged_block(parts: list[Any]) -> dict[str, Any]:
-    """Truncated blocks (sorted by ``order``) as one: the first's ``category_type``, ``order``
-    and ``anno_id``, their ``text`` joined with ``""``, ``merge_list`` = ``parts``."""
-    first = parts[0]
-    return {
-        "category_type": first["category_type"],
-        "order": first["order"],
-        "anno_id": first["anno_id"],
-        "text": "".join(block["text"] for block in parts),
-        "merge_list": parts,
-    }
-
-
 def _sorted_blocks(blocks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``get_sorted_text_list``: the blocks sorted by ``order`` (falsy as 0, stable)."""
     return sorted(blocks, key=lambda block: block.get("order") or 0)
@@ -243,8 +160,8 @@ def match_page(
 
     - text: the blocks of :data:`TEXT_CATEGORIES` (truncated groups merged) against the
       predicted ``text_all`` items, quick match under ``text_timeout_s`` else simple match; rows
-      whose ground-truth category is in :data:`.match.IGNORED_CATEGORIES` are dropped, rows of
-      extra predicted text (category ``""``) kept;
+      whose ground-truth category is in :data:`..common.ground_truth.IGNORED_CATEGORIES` are
+      dropped, rows of extra predicted text (category ``""``) kept;
     - display formulas: ``equation_isolated`` blocks against the predicted display *and*
       inline formulas, quick match, rows without ground truth dropped;
     - tables: simple match against the predicted LaTeX tables if there are more of them than
@@ -326,9 +243,9 @@ def _match_page_hybrid(
       of the blocks of :data:`TEXT_CATEGORIES` and ``equation_isolated`` (in ``order``) against
       the predicted text and formulas (each category in the order it first occurs on the page)
       plus those cells. Rows by ground-truth category: text categories (less
-      :data:`.match.IGNORED_CATEGORIES`) are the text samples, ``equation_isolated`` the formula
-      samples, a formula matched to a prediction that is no formula goes to
-      ``formulas_as_text``; rows without ground truth are dropped;
+      :data:`..common.ground_truth.IGNORED_CATEGORIES`) are the text samples,
+      ``equation_isolated`` the formula samples, a formula matched to a prediction that is no
+      formula goes to ``formulas_as_text``; rows without ground truth are dropped;
     - reading order from the text rows, as v1.0.
     """
     table_rows: list[MatchedRow] = []
@@ -384,8 +301,9 @@ _FORMULA_PREDICTIONS = ("equation_inline", "equation_isolated", "")
 
 def _formula_as_text(row: MatchedRow) -> ElementSample:
     """v1.5's display formula matched to predicted text: its ground truth becomes pylatexenc's
-    ``latex_to_text`` of the LaTeX (no strip), compared as :func:`.normalize.keep_word_chars`
-    of that (no inline-math conversion); the prediction stays normalised as text."""
+    ``latex_to_text`` of the LaTeX (no strip), compared as
+    :func:`..common.normalize.keep_word_chars` of that (no inline-math conversion); the
+    prediction stays normalised as text."""
     text = LatexNodes2Text().latex_to_text(row.gt)
     return ElementSample.scored(row, gt=text, norm_gt=keep_word_chars(text))
 
@@ -411,7 +329,7 @@ def _reading_order(rows: list[MatchedRow], img_id: str) -> ElementSample | None:
     rows that also have a prediction, taken in order of ``pred_position`` (stable); falsy
     orders (missing, 0) dropped from both; ``edit = Levenshtein(gt, pred) / max(len)``; no
     sample when both are empty. Quirk: a leftover ground-truth line counted twice by the quick
-    match (:func:`.match.match_quick`) is counted twice here too.
+    match (:func:`..common.match.match_quick`) is counted twice here too.
     """
     with_gt = [row for row in rows if row.gt_position != ("",)]
     if any(isinstance(row.gt_position, str) for row in with_gt):
@@ -430,7 +348,8 @@ def _reading_order(rows: list[MatchedRow], img_id: str) -> ElementSample | None:
 
 def _table_sample(row: MatchedRow, table_format: str) -> ElementSample:
     """A table row normalised (``normalize_data``: ground truth as HTML, prediction as
-    ``table_format``) and scored: edit scores, then TEDS and TEDS-structure-only (:func:`_teds`)."""
+    ``table_format``) and scored: edit scores, then TEDS and TEDS-structure-only
+    (:func:`..common.sample.table_teds`)."""
     norm_gt = normalize_table(row.gt)
     norm_pred = normalize_table(row.pred, table_format)
     return ElementSample.scored(
@@ -440,22 +359,6 @@ def _table_sample(row: MatchedRow, table_format: str) -> ElementSample:
         teds=table_teds(norm_pred, norm_gt, structure_only=False),
         teds_structure_only=table_teds(norm_pred, norm_gt, structure_only=True),
     )
-
-
-def table_teds(norm_pred: str, norm_gt: str, *, structure_only: bool) -> float:
-    """v1.0's TEDS of a table sample (``call_TEDS``): :func:`evalsuite.metrics.tables.teds`,
-    0.0 where the official evaluation raises (and is caught: bad spans, two empty tables).
-
-    An empty normalised table (no ``<table`` in the raw string) scores 0.0: the official code
-    then scores the raw string, in which lxml finds no ``body/table``. Deviation: an upper-case
-    full document (``<HTML><BODY><TABLE>…``) would be scored there.
-    """
-    if not norm_pred or not norm_gt:
-        return 0.0
-    try:
-        return teds(norm_pred, norm_gt, structure_only=structure_only)
-    except ValueError:
-        return 0.0
 
 
 def choose_table_format(pages: Sequence[PageMatches]) -> str:
@@ -475,23 +378,8 @@ def page_values(page: PageMatches, table_format: str) -> dict[str, float | None]
     both sides, None without samples); ``table_TEDS`` / ``table_TEDS_structure_only``: the mean
     of the page's table samples (None without any).
     """
-    return _values({element: page.table_samples(table_format) if element == "table"
-                    else page.elements[element] for element in ELEMENTS})
-
-
-def _values(samples: Mapping[str, Sequence[ElementSample]]) -> dict[str, float | None]:
-    values: dict[str, float | None] = {
-        f"{element}_edit": page_edit_distance(samples[element]) for element in ELEMENTS
-    }
-    tables = samples["table"]
-    values["table_TEDS"] = _mean([sample.teds for sample in tables])
-    values["table_TEDS_structure_only"] = _mean([sample.teds_structure_only for sample in tables])
-    return values
-
-
-def _mean(scores: list[float | None]) -> float | None:
-    known = [score for score in scores if score is not None]
-    return sum(known) / len(known) if known else None
+    return page_figures({element: page.table_samples(table_format) if element == "table"
+                         else page.elements[element] for element in ELEMENTS})
 
 
 def run_samples(
@@ -519,17 +407,3 @@ def run_samples(
         samples["text_block"] += [sample for page in pages for sample in page.formulas_as_text]
     samples["table"] += [_unpredicted_table(row) for page in pages for row in page.latex_table_rows]
     return "html", samples
-
-
-def values_by_page(
-    samples: Mapping[str, Sequence[ElementSample]], image_names: Sequence[str]
-) -> dict[str, dict[str, float | None]]:
-    """Per page (image name) its official figures (:func:`page_values`' keys) over the run's
-    ``samples``, taken by the samples' ``img_id``."""
-    by_page: dict[str, dict[str, list[ElementSample]]] = {
-        name: {element: [] for element in ELEMENTS} for name in image_names
-    }
-    for element, members in samples.items():
-        for sample in members:
-            by_page[sample.img_id][element].append(sample)
-    return {name: _values(elements) for name, elements in by_page.items()}

@@ -3,19 +3,19 @@
 Re-implements, on the lines ``get_gt_pred_lines`` keeps, what ``match_gt2pred_quick``
 (``src/core/matching/match_quick.py`` of opendatalab/OmniDocBench at 9dc1dec, the v1.6 code,
 run with ``configs/end2end.yaml``) does after its equation-array splits
-(:mod:`.v16_split`) and its position sort (inline formulas last), on lines normalised by kind
-(display formulas: :func:`.v16_normalize.normalize_formula_v16`).
+(:mod:`.split`) and its position sort (inline formulas last), on lines normalised by kind
+(display formulas: :func:`.normalize.normalize_formula`).
 Ground truth keeps its lines; only the prediction side is searched for its granularity (runs of
 consecutive predictions joined into one column, several lines found inside one prediction).
 
 Two passes, rows of the second first:
 
-1. *ignored categories* (:data:`.match.IGNORED_CATEGORIES`): each such line takes every
-   prediction within normalised distance < 0.25 (a prediction may be taken by several lines);
-   the line keeps the last one it took, the others are leftovers of this pass; those
-   predictions leave the second pass;
-2. *the rest*: v1.0's quick match (:mod:`.match.quick`, steps 1-4) on the remaining lines, with
-   the changes of v1.5 (leftovers paired on *normalised* distances; a line left without
+1. *ignored categories* (:data:`..common.ground_truth.IGNORED_CATEGORIES`): each such line
+   takes every prediction within normalised distance < 0.25 (a prediction may be taken by
+   several lines); the line keeps the last one it took, the others are leftovers of this pass;
+   those predictions leave the second pass;
+2. *the rest*: v1.0's quick match (:mod:`..common.match.quick`, steps 1-4) on the remaining
+   lines, with the changes of v1.5 (leftovers paired on *normalised* distances; a line left without
    prediction gets one row, not two) and of v1.6 (a run joins at most ``V16.max_run`` (160)
    predictions; a ground-truth display formula is never found inside a prediction, step 3:
    ``V16.formulas_found_in_text``).
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalsuite.metrics.omnidocbench.match import (
-    IGNORED_CATEGORIES,
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES
+from evalsuite.metrics.omnidocbench.common.match import (
     MASK_COST,
     Deadline,
     cost_matrix,
@@ -122,7 +122,7 @@ def _ignored_pass(
     last_taken = {int(a): k for k, a in enumerate(pairs[:, 0])}
     groups = group_by_prediction({a: [k] for a, k in last_taken.items()}, {})
     taken_norm = [pred[j].norm for j in taken]
-    rows = _v16_rows(groups, norm_ignored, taken_norm)
+    rows = _final_rows(groups, norm_ignored, taken_norm)
     return [
         _mapped(row, ignored, taken)
         for row in rows
@@ -131,13 +131,13 @@ def _ignored_pass(
 
 
 def _main_pass(gt: Sequence[MgamLine], norm_pred: list[str]) -> list[MgamRow]:
-    """Pass 2 on its own lines: v1.0's steps (:mod:`.match.quick`) with v1.6's changes."""
+    """Pass 2 on its own lines: v1.0's steps (:mod:`..common.match.quick`) with v1.6's changes."""
     groups = quick_groups([line.norm for line in gt], norm_pred, Deadline(None), V16,
                           [line.category for line in gt])
     return [MgamRow(*row) for row in groups]
 
 
-def _v16_rows(
+def _final_rows(
     groups: dict[tuple[int, ...], list[int]], norm_gt: list[str], norm_pred: list[str]
 ) -> list[MgamRow]:
     """Step 4 of the quick match (``convert_final_matches``, ``merge_duplicates_add_unmatched``)

@@ -2,8 +2,8 @@
 ``src/core/matching/match_quick.py``, opendatalab/OmniDocBench at 9dc1dec, end2end.yaml).
 
 The dict layer around :func:`.mgam.match_lines`: ground-truth formulas split into rows
-(:func:`.v16_split.split_rows_orders`), predictions sorted by start (inline formulas last, stable)
-then, when ``split_pred_formula``, their formulas split (:func:`.v16_split.split_rows_spans`);
+(:func:`.split.split_rows_orders`), predictions sorted by start (inline formulas last, stable)
+then, when ``split_pred_formula``, their formulas split (:func:`.split.split_rows_spans`);
 the kept lines (non-empty raw and normalised) normalised by kind; the rows assembled.
 
 Quirks kept: item fields (position, category, attribute) are read at a row's *kept-line*
@@ -24,19 +24,20 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.assignment import linear_sum_assignment
-from evalsuite.metrics.omnidocbench.match import IGNORED_CATEGORIES, MASK_COST, cost_matrix
-from evalsuite.metrics.omnidocbench.mgam import MgamLine, MgamRow, match_lines
-from evalsuite.metrics.omnidocbench.v16_normalize import (
-    normalize_formula_v16,
-    normalize_text_v16,
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES, TEXT_CATEGORIES
+from evalsuite.metrics.omnidocbench.common.match import MASK_COST, cost_matrix
+from evalsuite.metrics.omnidocbench.v1_6.mgam import MgamLine, MgamRow, match_lines
+from evalsuite.metrics.omnidocbench.v1_6.normalize import (
+    normalize_formula,
+    normalize_text,
     strip_formula_delimiters,
 )
-from evalsuite.metrics.omnidocbench.v16_split import split_rows_orders, split_rows_spans
-from evalsuite.metrics.omnidocbench.v16_tables import normalize_html_table_v16
+from evalsuite.metrics.omnidocbench.v1_6.split import split_rows_orders, split_rows_spans
+from evalsuite.metrics.omnidocbench.v1_6.tables import normalize_html_table
 
 __all__ = [
-    "match_quick_v16",
-    "match_simple_v16",
+    "match_quick",
+    "match_simple",
     "normalised_edit",
     "split_gt_items",
     "split_pred_items",
@@ -44,16 +45,12 @@ __all__ = [
 
 Item = dict[str, Any]
 
-_GT_TEXT_CATEGORIES = frozenset({
-    "text_block", "title", "code_txt", "code_txt_caption", "reference", "equation_caption",
-    "figure_caption", "figure_footnote", "table_caption", "table_footnote", "code_algorithm",
-    "code_algorithm_caption", "header", "footer", "page_footnote", "page_number",
-})
+_GT_TEXT_CATEGORIES = frozenset(TEXT_CATEGORIES)
 
 
 def split_gt_items(items: Iterable[Mapping[str, Any]]) -> list[Item]:
     """``split_gt_equation_arrays``: each multi-line ground-truth display formula as one item
-    per row (v16_split), orders ``order + k/1000``; ``order`` is read only when it splits."""
+    per row (:mod:`.split`), orders ``order + k/1000``; ``order`` is read only when it splits."""
     out: list[Item] = []
     for item in items:
         rows = (split_rows_orders(item.get("latex", ""), item.get("order"))
@@ -68,7 +65,7 @@ def split_gt_items(items: Iterable[Mapping[str, Any]]) -> list[Item]:
 
 def split_pred_items(items: Iterable[Mapping[str, Any]]) -> list[Item]:
     """``split_equation_arrays``: each multi-line predicted display formula as one item per
-    row (v16_split), with the row's character span in the page as position; the position is
+    row (:mod:`.split`), with the row's character span in the page as position; the position is
     read only when the formula splits."""
     out: list[Item] = []
     for item in items:
@@ -101,22 +98,22 @@ def _gt_line(item: Mapping[str, Any]) -> tuple[str, str] | None:
     if item.get("content"):
         raw = str(item["content"])
         text = item["category_type"] == "text_all"
-        return raw, normalize_text_v16(raw) if text else item["content"]
+        return raw, normalize_text(raw) if text else item["content"]
     if item["category_type"] in _GT_TEXT_CATEGORIES:
         raw = str(item["text"])
-        return raw, normalize_text_v16(raw)
+        return raw, normalize_text(raw)
     if item["category_type"] == "equation_isolated":
         raw = str(item["latex"])
-        return raw, normalize_formula_v16(raw)
+        return raw, normalize_formula(raw)
     return None
 
 
 def _pred_line(item: Mapping[str, Any]) -> tuple[str, str]:
     raw = str(item["content"])
     if item["category_type"] == "text_all":
-        return raw, normalize_text_v16(raw)
+        return raw, normalize_text(raw)
     if item["category_type"] == "equation_isolated":
-        return raw, normalize_formula_v16(raw)
+        return raw, normalize_formula(raw)
     return raw, raw
 
 
@@ -129,7 +126,7 @@ def _gt_position(item: Mapping[str, Any]) -> Any:
     return item.get("order") or item.get("position", [""])[0]
 
 
-def match_quick_v16(
+def match_quick(
     gt_items: Sequence[Mapping[str, Any]],
     pred_items: Sequence[Mapping[str, Any]],
     line_type: str,
@@ -199,10 +196,10 @@ def _table_norm(text: Any) -> str:
     """``normalize_table_match_content``: HTML tables normalised (v1.6), other text kept."""
 
     text = str(text or "")
-    return normalize_html_table_v16(text) if "<table" in text.lower() else text
+    return normalize_html_table(text) if "<table" in text.lower() else text
 
 
-def match_simple_v16(
+def match_simple(
     gt_items: Sequence[Mapping[str, Any]],
     pred_items: Sequence[Mapping[str, Any]],
     line_type: str,

@@ -18,7 +18,7 @@ FormulaCdm = Callable[[list[tuple[str, str]]], list[dict[str, float]]]
 
 def cdm_hook(version: str, *, workers: int | None = None) -> FormulaCdm | None:
     """``version``'s CDM (:func:`evalsuite.metrics.cdm.cdm_scores`) as
-    :func:`.evaluation.evaluate_pages` takes it; None for v1.0, which has no CDM. The toolchain
+    :func:`..evaluation.evaluate_pages` takes it; None for v1.0, which has no CDM. The toolchain
     is checked now, before any page.
 
     Raises:

@@ -18,12 +18,12 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.normalize import normalize_formula, normalize_text
+from evalsuite.metrics.omnidocbench.common.extract import PredictedElement
+from evalsuite.metrics.omnidocbench.common.ground_truth import IGNORED_CATEGORIES
+from evalsuite.metrics.omnidocbench.common.normalize import normalize_formula, normalize_text
 from evalsuite.metrics.omnidocbench.versions import V10, Rules
 
 __all__ = [
-    "IGNORED_CATEGORIES",
     "Deadline",
     "GtItem",
     "LineType",
@@ -38,21 +38,6 @@ __all__ = [
 ]
 
 LineType = Literal["text", "formula", "html_table", "latex_table"]
-
-IGNORED_CATEGORIES = (
-    "figure_caption",
-    "figure_footnote",
-    "table_caption",
-    "table_footnote",
-    "code_algorithm",
-    "code_algorithm_caption",
-    "header",
-    "footer",
-    "page_footnote",
-    "page_number",
-    "equation_caption",
-)
-"""Ground-truth categories that are matched (to absorb such predicted text) but not scored."""
 
 # The annotation field each line type reads (``get_gt_pred_lines``).
 _GT_FIELD = {"text": "text", "formula": "latex", "html_table": "html", "latex_table": "latex"}

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 
 from evalsuite.metrics import pylatexenc_v210
-from evalsuite.metrics.omnidocbench.normalize import inline_math_to_unicode, keep_word_chars
+from evalsuite.metrics.omnidocbench.common.normalize import inline_math_to_unicode, keep_word_chars
 
 __all__ = [
-    "inline_to_unicode_v16",
-    "normalize_formula_v16",
-    "normalize_text_v16",
+    "inline_to_unicode",
+    "normalize_formula",
+    "normalize_text",
     "replace_circled",
     "strip_formula_delimiters",
     "strip_formula_tags",
@@ -149,7 +149,7 @@ def _unwrap_group(found: re.Match[str]) -> str:
     return inner if any(operator in inner for operator in _GROUP_OPERATORS) else found.group(0)
 
 
-def normalize_formula_v16(text: str) -> str:
+def normalize_formula(text: str) -> str:
     """v1.6 ``normalized_formula``: the string a display formula is matched and scored by.
 
     Steps: :func:`replace_circled`; :func:`strip_formula_delimiters`; :func:`strip_formula_tags`;
@@ -235,11 +235,11 @@ def _weak_latex(latex: str) -> bool:
     )
 
 
-def safe_latex_to_text_v16(latex: str, fallback: str) -> str:
+def safe_latex_to_text(latex: str, fallback: str) -> str:
     """``safe_latex_to_text(latex, fallback=fallback)`` for a formula: ``latex`` itself when it has
     none of ``\\ { } $``; ``fallback`` when it reads as plain words, has too little LaTeX or is
-    malformed (:func:`.pylatexenc_v210.looks_malformed`), or when pylatexenc **2.10** raises;
-    else pylatexenc 2.10's text.
+    malformed (:func:`evalsuite.metrics.pylatexenc_v210.looks_malformed`), or when pylatexenc
+    **2.10** raises; else pylatexenc 2.10's text.
 
     Deviation: the official conversion runs in a subprocess with a 30 s limit and falls back
     past it; here it runs unbounded, so results do not depend on machine speed (2.10 returned at
@@ -258,18 +258,18 @@ def safe_latex_to_text_v16(latex: str, fallback: str) -> str:
         return fallback
 
 
-def inline_to_unicode_v16(body: str) -> str | None:
+def inline_to_unicode(body: str) -> str | None:
     """How v1.6 converts an inline formula's body in text (``textblock2unicode``): None (span
     kept) when too complex (:func:`_inline_too_complex`), else
-    :func:`safe_latex_to_text_v16` of the stripped body with the body as fallback."""
+    :func:`safe_latex_to_text` of the stripped body with the body as fallback."""
     if _inline_too_complex(body):
         return None
-    return safe_latex_to_text_v16(body.strip(), fallback=body)
+    return safe_latex_to_text(body.strip(), fallback=body)
 
 
-def normalize_text_v16(text: str) -> str:
+def normalize_text(text: str) -> str:
     """A text line as v1.6 compares it (``normalized_text``): circled characters read plainly
-    (:func:`replace_circled`), inline formulas converted (:func:`inline_to_unicode_v16`), circled
-    characters read plainly again, then :func:`.normalize.keep_word_chars`."""
-    converted = inline_math_to_unicode(replace_circled(text), inline_to_unicode_v16)
+    (:func:`replace_circled`), inline formulas converted (:func:`inline_to_unicode`), circled
+    characters read plainly again, then :func:`..common.normalize.keep_word_chars`."""
+    converted = inline_math_to_unicode(replace_circled(text), inline_to_unicode)
     return keep_word_chars(replace_circled(converted))

@@ -1,10 +1,10 @@
 """OmniDocBench v1.0's quick match, ``match_gt2pred_quick`` (``utils/match_quick.py`` of
 opendatalab/OmniDocBench at 895837f), row for row, quirks included; its steps are shared with
-v1.5's hybrid match (:mod:`.hybrid`) and v1.6's (:mod:`.mgam`).
+v1.5's hybrid match (:mod:`...v1_0.match.hybrid`) and v1.6's (:mod:`...v1_6.mgam`).
 
 Costs are normalised edit distances ``Levenshtein(a, b) / max(len(a), len(b))`` of the
-normalised strings (:func:`.normalize.normalize_text` for text, :func:`.normalize.normalize_formula`
-for formulas, the raw strings for tables). The quick match:
+normalised strings (:func:`..normalize.normalize_text` for text,
+:func:`..normalize.normalize_formula` for formulas, the raw strings for tables). The quick match:
 
 1. pairs with cost < 0.25 are "masked"; each unmasked ground-truth line gets its best run of
    consecutive unmasked predictions (a prediction split in several, :func:`_grow_span`),
@@ -27,8 +27,8 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from evalsuite.metrics.assignment import linear_sum_assignment
-from evalsuite.metrics.omnidocbench.extract import PredictedElement
-from evalsuite.metrics.omnidocbench.match.rows import (
+from evalsuite.metrics.omnidocbench.common.extract import PredictedElement
+from evalsuite.metrics.omnidocbench.common.match.rows import (
     Deadline,
     GtItem,
     LineType,

@@ -1,5 +1,6 @@
 """OmniDocBench v1.0's aggregates of a run's matched samples, number for number (v1.5's
-differences: :func:`summarize`).
+differences: :func:`summarize`); v1.6's metric step (:mod:`..v1_6.summary`) aggregates with
+them too.
 
 :func:`summarize` gives what the official ``<name>_metric_result.json`` holds per element
 (``text_block``, ``display_formula``, ``table``, ``reading_order``):
@@ -50,7 +51,7 @@ LANGUAGES = (("EN", "language: english"), ("CH", "language: simplified_chinese")
 
 
 class ScoredSample(Protocol):
-    """What the aggregates read of a matched sample (:class:`.page.ElementSample`)."""
+    """What the aggregates read of a matched sample (:class:`.sample.ElementSample`)."""
 
     gt: Any
     pred: Any
