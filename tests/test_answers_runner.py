@@ -11,7 +11,7 @@ from evalsuite.metrics.answers import expected_answer_found
 from evalsuite.metrics.repetition import is_degenerate, max_ngram_repeats
 from evalsuite.records import BenchmarkRecord
 from evalsuite.runner import MetricSpec, ResultCache, Sample, run_benchmark
-from tests.shared_data import DATA, needs_data
+from tests.support.shared_data import DATA, needs_data
 
 
 @pytest.mark.parametrize(

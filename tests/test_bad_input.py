@@ -26,8 +26,9 @@ from evalsuite.records.model import BenchmarkRecord, MetricSummary
 from evalsuite.records.results import write_results
 from evalsuite.runner import Sample
 from evalsuite.textfiles import MAX_PREDICTION_CHARS, file_problem, found
+from tests.support.paths import TEST_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = TEST_FIXTURES
 OMNIDOCBENCH_GT = FIXTURES / "omnidocbench" / "fixture" / "OmniDocBench.json"
 OLMOCR_PDF = FIXTURES / "olmocr_bench" / "bench1" / "pdfs" / "blank.pdf"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.degraded_engine import drop_every_third_word
-from tests.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
+from tests.support.degraded_engine import drop_every_third_word
+from tests.support.subprocess_runs import REPO, child_env, needs_tesseract, run_pytest
 
 EXAMPLES = REPO / "docs" / "examples"
 sys.path.insert(0, str(EXAMPLES))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPOSITORY as ROOT
+
 SPEC = importlib.util.spec_from_file_location("envs_environment", ROOT / "envs" / "environment.py")
 assert SPEC is not None and SPEC.loader is not None
 environment = importlib.util.module_from_spec(SPEC)

@@ -4,7 +4,6 @@ with the paper's per-token-bin entries, and the tolerance of new entries (tolera
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,8 @@ from evalsuite.engines.base import InferenceRequest, InferenceResult
 from evalsuite.golden import GoldenEntry, GoldenStore, gate_metric, gate_record, tolerance_rule
 from evalsuite.records.model import BenchmarkRecord, MetricSummary, SampleRecord
 from evalsuite.runner import MetricSpec, Sample, aggregate, aggregate_by, score_samples
+from tests.support.paths import REPOSITORY as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PAPER_DATA = "fox@d6c6f5202d61bf28c8cf9b7b777754dc9bbdc0e0"
 PRECISION = MetricSpec("edit_precision", tolerance=0.03)
 

@@ -31,7 +31,7 @@ from evalsuite.images import (
 from evalsuite.metrics import edit_precision
 from evalsuite.runner import MetricSpec, Sample, run_benchmark
 from evalsuite.serving.app import RequestError, decode_data_url
-from tests.subprocess_runs import REPO, needs_tesseract, run_evalsuite, run_pytest
+from tests.support.subprocess_runs import REPO, needs_tesseract, run_evalsuite, run_pytest
 
 BIG_SIDE = 30_000
 BIG_MESSAGE = "30000×30000 = 900 MP exceeds the limit of 100 MP; raise it with --max-image-pixels"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPOSITORY as ROOT
+
 MAX_BYTES = 4 * 1024 * 1024  # larger tracked files are recorded data, not hand-written text
 # Folders of one machine or user: an absolute path under them is never the project's.
 MACHINE_ROOTS = ("work", "root", "home", "Users", "tmp", "var/tmp", "mnt")

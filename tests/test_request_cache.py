@@ -13,8 +13,8 @@ import pytest
 from evalsuite.engines.base import InferenceResult
 from evalsuite.records.results import read_results
 from evalsuite.request_cache import SharedResultCache
-from tests.shared_data import needs_data
-from tests.subprocess_runs import child_env, run_pytest
+from tests.support.shared_data import needs_data
+from tests.support.subprocess_runs import child_env, run_pytest
 
 
 def _compute_slowly(path: str, key: str, started: str, text: str, fail: bool) -> None:

@@ -30,7 +30,7 @@ from evalsuite.request_cache import (
     resume_summary,
 )
 from evalsuite.serving.process import serve_subprocess
-from tests.subprocess_runs import REPO, child_env, pytest_command, run_pytest
+from tests.support.subprocess_runs import REPO, child_env, pytest_command, run_pytest
 
 BENCHES = ("benches/test_fox.py", "benches/test_surya_recognition.py")
 ENGINE_MODULE = '''

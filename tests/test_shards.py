@@ -9,8 +9,8 @@ import pytest
 
 from evalsuite.records.results import read_results
 from evalsuite.shards import shard_positions
-from tests.faults_support import FIXED_TEXT, run_benches
-from tests.subprocess_runs import run_evalsuite
+from tests.support.faults import FIXED_TEXT, run_benches
+from tests.support.subprocess_runs import run_evalsuite
 
 TESTS = ("benches/test_fox.py::test_fox_pages", "benches/test_olmocr_bench.py")
 TIMING = ("latency_s",)

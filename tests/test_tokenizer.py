@@ -32,11 +32,8 @@ from evalsuite.tokens import (
     default_count_method,
     text_token_count,
 )
-from tests.shared_data import needs_data, shared_data
-from tests.subprocess_runs import needs_tesseract, run_pytest
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
+from tests.support.shared_data import needs_data, shared_data
+from tests.support.subprocess_runs import needs_tesseract, run_pytest
 
 # The seed study's compression_ratio, rounded to 2 places, from its result files
 # experiment/results/compression_{tiny,small,base}.json (galah92/deepseek-ocr-eval, a2271bd).

@@ -11,7 +11,7 @@ packages (``src/metrics/__init__.py`` imports every other metric), ``CDM_SAVE_VI
 never change a score), and, as this machine has no ImageMagick 7, a ``magick`` script first on
 PATH does what ``magick -density 200 -quality 100 IN.pdf -append OUT.png`` does: Ghostscript with
 the command line of ImageMagick 7's PDF delegate, then ImageMagick 6 stacks the pages
-(``tests/fixtures/cdm/make_cdm_v16_cases.py`` checks that this gives magick's pixels).
+(``tests/fixtures/cdm/gen_cdm_v16_cases.py`` checks that this gives magick's pixels).
 """
 
 from __future__ import annotations

@@ -54,12 +54,12 @@ from evalsuite.reports.series import (
 DEFAULT_MAX_SAMPLES = 30
 PLOTS_DIR = "plots"
 PAGE_BYTES_BOUND = 4_000_000
-"""Most bytes of the HTML page for a history of the built-in benchmarks, however many runs it
-holds (the trend charts draw a bounded number of runs; see the module docstring). Measured: 1 MB
-for 300 runs of ``tests/reports_builder.py``'s bench-like history, 1.9 MB for a real CPU bench
-run with ``--max-samples 3``. What does not depend on the history but can still grow is the
-drill-down: the newest run's worst samples with their texts (``--max-samples``, default 30 per
-record), about 0.8 MB of that 1.9 MB."""
+"""Most bytes of the HTML page for a history of the built-in benchmarks, however many runs it holds
+(the trend charts draw a bounded number of runs; see the module docstring). Measured: 1 MB for 300
+runs of ``tests/support/reports_builder.py``'s bench-like history, 1.9 MB for a real CPU bench run
+with ``--max-samples 3``. What does not depend on the history but can still grow is the drill-down:
+the newest run's worst samples with their texts (``--max-samples``, default 30 per record), about
+0.8 MB of that 1.9 MB."""
 
 
 @dataclass

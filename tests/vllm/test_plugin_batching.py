@@ -15,7 +15,7 @@ import torch
 
 from evalsuite.engines.deepseek_views import FAMILY_VIEWS, page_views
 from evalsuite.vllm_plugin import ARCHITECTURES, MODE_KWARG
-from tests.synthetic_pages import synthetic_page
+from tests.support.synthetic_pages import synthetic_page
 
 PAGE_SIZES = ((1400, 2000), (2000, 700), (500, 400))
 """A page tiled 2 x 3 in gundam, one tiled 3 x 1, and one smaller than a tile (never tiled)."""

@@ -1,7 +1,7 @@
 """evalsuite's vLLM plugin against the suite's reference of DeepSeek's preprocessing
 (evalsuite.engines.deepseek_views, itself checked against DeepSeek's code in
-tests/test_deepseek_views.py), through vLLM's own chat renderer and multimodal processor: a grid
-of page sizes x every DeepSeek-OCR mode. The negative control runs the same grid through the
+tests/engines/test_deepseek_views.py), through vLLM's own chat renderer and multimodal processor: a
+grid of page sizes x every DeepSeek-OCR mode. The negative control runs the same grid through the
 stock vLLM class, which must show its known mismatches."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from evalsuite.engines.deepseek_views import (
 )
 from evalsuite.tokenizer import deepseek_ocr_tokenizer
 from evalsuite.vllm_plugin import ARCHITECTURES, MODE_KWARG
-from tests.synthetic_pages import synthetic_page
+from tests.support.synthetic_pages import synthetic_page
 
 IMAGE_TOKEN_ID = 128815
 BOUNDARIES = (1, 2, 511, 512, 513, 639, 640, 641, 767, 768, 769, 1023, 1024, 1025, 1279, 1280,

@@ -36,7 +36,7 @@ from evalsuite.plugin.options.served_model import (
     parse_served_model_options,
 )
 
-# re-exported for tests/test_model_options.py, which imports them from here
+# re-exported for tests/plugin/test_options.py, which imports them from here
 from evalsuite.plugin.options.served_model import _model as _model
 from evalsuite.plugin.options.served_model import _rate as _rate
 from evalsuite.plugin.options.served_model import _token_prices as _token_prices

@@ -7,7 +7,8 @@ document has it. Every formula therefore starts on a fresh page of the same geom
 same place as in its own document, and its pages are typeset by the same TeX state; Ghostscript
 then rasterises the pages of the formulas it keeps, and each formula's pages are stacked,
 cropped and boxed as :func:`~evalsuite.metrics.cdm.common.render.render_uncached` does
-(tests/test_cdm_batch.py checks boxes and sizes against one-formula-per-run renderings).
+(tests/metrics/cdm/common/test_batch.py checks boxes and sizes against one-formula-per-run
+renderings).
 
 A formula is taken from the shared run only when nothing could have leaked between formulas:
 both its markers were printed from their own input lines at the same group level (TeX read
