@@ -318,8 +318,7 @@ def _evaluate_v16(
         if text is None:
             missing.append(name)
         names.append(name)
-        matched = page_v16.match_page(page, text or "", name)
-        outputs.append(dict(zip(page_v16.PAGE_OUTPUTS, matched, strict=True)))
+        outputs.append(page_v16.match_page(page, text or "", name))
     run = summary_v16.evaluate_run(outputs, page_info, summary_v16.gt_pages_by_element(pages),
                                    formula_cdm=formula_cdm,
                                    match_debug=summary_v16.match_debug_section(len(pages)))

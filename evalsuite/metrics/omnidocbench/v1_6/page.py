@@ -56,7 +56,7 @@ from evalsuite.metrics.omnidocbench.v1_6.normalize import (
 from evalsuite.metrics.omnidocbench.v1_6.quick import normalised_edit
 
 __all__ = [
-    "PAGE_OUTPUTS",
+    "PageOutputs",
     "PageSteps",
     "adapt_cross_category_norm",
     "local_text_span_fallback",
@@ -71,8 +71,19 @@ __all__ = [
 
 Row = dict[str, Any]
 
-PAGE_OUTPUTS = ("text_block", "display_formula", "latex_table", "html_table", "reading_order")
-"""What each place of the page step's output holds (:func:`match_extracted_page`)."""
+
+class PageOutputs(NamedTuple):
+    """One page's matched samples, the page step's output (officially a five-item list, the
+    places named here as ``get_matched_elements`` reads them): rows with the official keys per
+    element, and the reading-order sample (``[]`` when the page has no rows at all, ``{}`` when
+    its rows hold no orders). ``latex_table`` is always empty in v1.6: its LaTeX tables are
+    converted and matched as ``html_table``."""
+
+    text_block: list[Row]
+    display_formula: list[Row]
+    latex_table: list[Row]
+    html_table: list[Row]
+    reading_order: dict[str, Any] | list
 
 _MIXED_GT_CATEGORIES = (*TEXT_CATEGORIES, "equation_isolated")
 _TABLE_LIKE_PREDICTIONS = ("html_table", "latex_table", "md2html_table", "formula_rescue")
@@ -476,17 +487,12 @@ def match_extracted_page(
     pred_dataset: Mapping[str, list[dict]],
     img_name: str,
     steps: PageSteps | None = None,
-) -> list:
-    """One page's samples (``process_get_matched_elements``): ``[text rows, display-formula
-    rows, LaTeX-table rows (always empty in v1.6), HTML-table rows, reading-order sample]``,
-    from the prediction's elements by category (``md_tex_filter``'s output,
-    :func:`.extract.md_tex_filter`; its items are read, not copied, as officially). A
-    page without a prediction is scored as an empty page (``_match_single_page``). The
-    categories' order (officially that of their first element on the page) orders the
-    predictions given to the text match.
-
-    The reading-order sample is ``[]`` when the page has no rows at all, ``{}`` when its rows
-    hold no orders (as officially).
+) -> PageOutputs:
+    """One page's samples (``process_get_matched_elements``), from the prediction's elements by
+    category (``md_tex_filter``'s output, :func:`.extract.md_tex_filter`; its items are read, not
+    copied, as officially). A page without a prediction is scored as an empty page
+    (``_match_single_page``). The categories' order (officially that of their first element on
+    the page) orders the predictions given to the text match.
     """
     steps = steps or default_steps()
     elements = page_elements(gt_page)
@@ -517,10 +523,10 @@ def match_extracted_page(
     text_rows = without_categories(text_rows, IGNORED_CATEGORIES)
     ordered = [*text_rows, *formula_rows, *table_rows]
     order_sample = reading_order(ordered, img_name) if ordered else []
-    return [text_rows, formula_rows, [], table_rows, order_sample]
+    return PageOutputs(text_rows, formula_rows, [], table_rows, order_sample)
 
 
-def match_page(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> list:
+def match_page(gt_page: Mapping[str, Any], markdown: str, img_name: str) -> PageOutputs:
     """One page's samples from its predicted Markdown (``process_get_matched_elements``):
     :func:`match_extracted_page` on ``md_tex_filter(markdown)``.
 

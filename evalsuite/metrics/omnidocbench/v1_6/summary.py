@@ -1,8 +1,8 @@
 """OmniDocBench v1.6's metric step (opendatalab/OmniDocBench 9dc1dec), number for number: from
-each page's official page-step outputs (``text_block``, ``display_formula``, ``latex_table``,
-``html_table``, ``reading_order`` sample dicts) to the official ``<name>_metric_result.json``
-(:func:`evaluate_run`) and eval_report's figures (:meth:`RunResult.run_report`, with
-the leaderboard ``overall_notebook``).
+each page's page-step outputs (:class:`.page.PageOutputs`: the official ``text_block``,
+``display_formula``, ``latex_table``, ``html_table`` and ``reading_order`` samples) to the
+official ``<name>_metric_result.json`` (:func:`evaluate_run`) and eval_report's figures
+(:meth:`RunResult.run_report`, with the leaderboard ``overall_notebook``).
 
 The aggregation is v1.5's (:func:`..common.summary.summarize` with :data:`..versions.V16`);
 v1.6 adds:
@@ -45,6 +45,7 @@ from evalsuite.metrics.omnidocbench.common.summary import (
     summarize,
 )
 from evalsuite.metrics.omnidocbench.v1_6.normalize import strip_formula_tags
+from evalsuite.metrics.omnidocbench.v1_6.page import PageOutputs
 from evalsuite.metrics.omnidocbench.versions import V16
 
 FORMULA_PREDICTION_TYPES = ("equation_inline", "equation_isolated", "")
@@ -78,20 +79,18 @@ def gt_pages_by_element(gt_pages: Iterable[Mapping[str, Any]]) -> dict[str, set[
     return pages
 
 
-def run_samples(
-    page_outputs: Iterable[Mapping[str, Any]],
-) -> dict[str, list[dict[str, Any]]]:
+def run_samples(page_outputs: Iterable[PageOutputs]) -> dict[str, list[dict[str, Any]]]:
     """The run's samples per element (``get_matched_elements``), pages in run order. A
     formula sample whose ``pred_category_type`` is not in :data:`FORMULA_PREDICTION_TYPES`
     and that has no ``pred_cdm`` moves to the end of ``text_block``; ``table`` is the
     ``html_table`` samples; a sample without ``img_id`` gets its index."""
     text, formulas, others, tables, orders = [], [], [], [], []
     for outputs in page_outputs:
-        text += [dict(sample) for sample in outputs.get("text_block") or ()]
-        tables += [dict(sample) for sample in outputs.get("html_table") or ()]
-        if outputs.get("reading_order"):
-            orders.append(dict(outputs["reading_order"]))
-        for sample in outputs.get("display_formula") or ():
+        text += [dict(sample) for sample in outputs.text_block]
+        tables += [dict(sample) for sample in outputs.html_table]
+        if outputs.reading_order:
+            orders.append(dict(outputs.reading_order))
+        for sample in outputs.display_formula:
             kept = (sample.get("pred_category_type") in FORMULA_PREDICTION_TYPES
                     or sample.get("pred_cdm"))
             (formulas if kept else others).append(dict(sample))
@@ -223,7 +222,7 @@ class RunResult:
 
 
 def evaluate_run(
-    page_outputs: Iterable[Mapping[str, Any]],
+    page_outputs: Iterable[PageOutputs],
     page_info: Mapping[str, Mapping[str, Any]],
     gt_pages: Mapping[str, Collection[str]],
     *,
@@ -235,11 +234,12 @@ def evaluate_run(
     """The official v1.6 results of a run.
 
     ``page_outputs``: per page of the (filtered) run, in ground-truth order, the page step's
-    outputs; ``page_info``: ``page_attribute`` by image name of EVERY ground-truth page;
-    ``gt_pages``: :func:`gt_pages_by_element` of the run's pages; ``formula_cdm``: the CDM
-    scorer (v1.6: ``evalsuite.metrics.cdm.cdm_scores(pairs, version="1.6")`` as dicts), None
-    to leave CDM out as a config without it does; ``teds_workers``/``cdm_workers``: the
-    worker counts the debug sections report (``resolve_*_workers`` of the config);
+    outputs (:func:`.page.match_page`); ``page_info``: ``page_attribute`` by image name of EVERY
+    ground-truth page; ``gt_pages``: :func:`gt_pages_by_element` of the run's pages;
+    ``formula_cdm``: the CDM scorer (v1.6: ``evalsuite.metrics.cdm.cdm_scores(pairs,
+    version="1.6")`` as dicts), None to leave CDM out as a config without it does;
+    ``teds_workers``/``cdm_workers``: the worker counts the debug sections report
+    (``resolve_*_workers`` of the config);
     ``match_debug``: :func:`match_debug_section`, written when given."""
     samples = run_samples(page_outputs)
     formulas = samples["display_formula"]

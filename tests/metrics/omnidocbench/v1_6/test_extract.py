@@ -21,7 +21,7 @@ from functools import cache
 import pytest
 
 from evalsuite.metrics.omnidocbench.v1_6.extract import md_tex_filter
-from evalsuite.metrics.omnidocbench.v1_6.page import PAGE_OUTPUTS, match_extracted_page
+from evalsuite.metrics.omnidocbench.v1_6.page import match_extracted_page
 from tests.support.paths import TEST_FIXTURES
 
 FIXTURES = TEST_FIXTURES / "omnidocbench"
@@ -112,7 +112,7 @@ def test_whole_page_from_markdown() -> None:
     for page in recorded_pages():
         found = match_extracted_page(copy.deepcopy(page["gt_page"]),
                                      md_tex_filter(page["markdown"]), page["img_name"])
-        if as_recorded(dict(zip(PAGE_OUTPUTS, found, strict=True))) != page["outputs"]:
+        if as_recorded(found._asdict()) != page["outputs"]:
             differing.append(page["id"])
     assert differing == []
 

@@ -21,6 +21,7 @@ import pytest
 
 from evalsuite.metrics.cdm import CdmToolchainUnavailableError
 from evalsuite.metrics.omnidocbench.common.formula_cdm import cdm_hook
+from evalsuite.metrics.omnidocbench.v1_6.page import PageOutputs
 from evalsuite.metrics.omnidocbench.v1_6.summary import (
     evaluate_run,
     formula_cdm_scores,
@@ -40,8 +41,11 @@ def _load(name: str) -> dict[str, Any]:
 
 
 CASES = _load("cases.json.gz")
-V16_PAGES = {page["id"]: page["outputs"] for page in _load("v16_cases.json.gz")["pages"]}
+V16_PAGES = {page["id"]: PageOutputs(**page["outputs"])
+             for page in _load("v16_cases.json.gz")["pages"]}
 SUMMARY_CASES = _load("v16_summary_cases.json.gz")
+SUMMARY_PAGES = {name: PageOutputs(**outputs) for name, outputs in SUMMARY_CASES["pages"].items()}
+"""The official page-step outputs the summary cases recorded, by image name."""
 
 
 def _canonical(tree: Any) -> str:
@@ -91,7 +95,7 @@ def test_official_runs_with_cdm(run: dict[str, Any]) -> None:
     kept = [page for page in run["gt_pages"] if _passes(page, run["filter"])]
     names = [page["page_info"]["image_path"] for page in kept]
     result = evaluate_run(
-        [SUMMARY_CASES["pages"][name] for name in names],
+        [SUMMARY_PAGES[name] for name in names],
         {page["page_info"]["image_path"]: page["page_info"]["page_attribute"]
          for page in run["gt_pages"]},
         gt_pages_by_element(kept),
@@ -114,7 +118,7 @@ def test_every_recorded_cdm_pair_is_asked_for() -> None:
         asked.update(pairs)
         return _recorded_cdm(pairs)
 
-    formulas = run_samples(SUMMARY_CASES["pages"].values())["display_formula"]
+    formulas = run_samples(SUMMARY_PAGES.values())["display_formula"]
     formula_cdm_scores(formulas, recording)
     recorded = {(gt, pred) for gt, pred, _, _ in SUMMARY_CASES["cdm_calls"]}
     assert recorded == asked
@@ -150,11 +154,10 @@ def test_strip_cdm_math_wrappers(text: str | None, expected: str) -> None:
 
 
 def test_cdm_errors_are_listed_as_exception_cases() -> None:
-    page = {"display_formula": [
-        {"gt": "a", "pred": "b", "img_id": "p.jpg", "gt_idx": [1], "pred_idx": [2],
-         "gt_attribute": [{"formula_type": "print"}], "pred_category_type": "equation_isolated",
-         "norm_gt": "a", "norm_pred": "b"},
-    ]}
+    formula = {"gt": "a", "pred": "b", "img_id": "p.jpg", "gt_idx": [1], "pred_idx": [2],
+               "gt_attribute": [{"formula_type": "print"}],
+               "pred_category_type": "equation_isolated", "norm_gt": "a", "norm_pred": "b"}
+    page = PageOutputs([], [formula], [], [], [])
     result = evaluate_run(
         [page], {"p.jpg": {"language": "english"}}, {"display_formula": {"p.jpg"}},
         formula_cdm=lambda pairs: [{"F1_score": 0.0, "cdm_eval_error": "ValueError: bad"}],
@@ -179,7 +182,7 @@ def test_official_run_with_the_suites_cdm() -> None:
     run = next(run for run in SUMMARY_CASES["runs"] if run["name"] == "cdm_all")
     names = [page["page_info"]["image_path"] for page in run["gt_pages"]]
     result = evaluate_run(
-        [SUMMARY_CASES["pages"][name] for name in names],
+        [SUMMARY_PAGES[name] for name in names],
         {page["page_info"]["image_path"]: page["page_info"]["page_attribute"]
          for page in run["gt_pages"]},
         gt_pages_by_element(run["gt_pages"]),
